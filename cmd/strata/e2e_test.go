@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// server is a strata process started by a test.
+type server struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	addr string
+	cmd  *exec.Cmd
+	logs bytes.Buffer
+}
+
+// buildBinary builds cmd/strata into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "strata")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build strata: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (s *server) start() {
+	s.t.Helper()
+	s.logs.Reset()
+	s.cmd = exec.Command(s.bin, "--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug")
+	s.cmd.Stdout = &s.logs
+	s.cmd.Stderr = &s.logs
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+		}
+	})
+	// Poll readiness with a deadline: replay time depends on the machine.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.addr + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("strata not ready after 60s; logs:\n%s", s.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *server) kill() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd.Wait()
+}
+
+func (s *server) stop() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		s.t.Fatalf("strata exited with %v; logs:\n%s", err, s.logs.String())
+	}
+}
+
+func (s *server) write(req *prompb.WriteRequest) (int, string) {
+	s.t.Helper()
+	pb, err := req.Marshal()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	hreq, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, pb)))
+	hreq.Header.Set("Content-Type", "application/x-protobuf")
+	hreq.Header.Set("Content-Encoding", "snappy")
+	hreq.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// get returns the status and body of an API request.
+func (s *server) get(path string, params url.Values) (int, []byte) {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.addr + path + "?" + params.Encode())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+const (
+	e2eSeries   = 300
+	e2eSamples  = 40
+	e2eInterval = 15000 // ms
+	e2eStart    = int64(1_700_000_000_000)
+)
+
+// e2eRequests are the writes of the end-to-end test: e2eSeries counters
+// that grow by 10 every interval, sent in four requests split by time.
+func e2eRequests() []*prompb.WriteRequest {
+	var reqs []*prompb.WriteRequest
+	for part := range 4 {
+		req := &prompb.WriteRequest{}
+		for i := range e2eSeries {
+			ts := prompb.TimeSeries{Labels: []prompb.Label{
+				{Name: "__name__", Value: "http_requests_total"},
+				{Name: "instance", Value: fmt.Sprintf("host-%03d", i)},
+				{Name: "job", Value: []string{"api", "db", "web"}[i%3]},
+			}}
+			for j := part * e2eSamples / 4; j < (part+1)*e2eSamples/4; j++ {
+				ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: e2eStart + int64(j)*e2eInterval, Value: float64(i + 10*j)})
+			}
+			req.Timeseries = append(req.Timeseries, ts)
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs
+}
+
+// TestEndToEndCrashRecovery writes through remote-write, queries over the
+// HTTP API, kills the process with SIGKILL, restarts it and expects the
+// same answers; then it stops it cleanly and checks again.
+func TestEndToEndCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server")
+	}
+	s := &server{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	s.start()
+
+	for i, req := range e2eRequests() {
+		if code, body := s.write(req); code != http.StatusNoContent {
+			t.Fatalf("write %d: status %d: %s", i, code, body)
+		}
+	}
+
+	end := e2eStart + (e2eSamples-1)*e2eInterval
+	evalTime := strconv.FormatFloat(float64(end)/1000, 'f', 3, 64)
+	queries := []struct {
+		path   string
+		params url.Values
+		check  func(t *testing.T, data json.RawMessage)
+	}{
+		{"/api/v1/query", url.Values{"query": {"count(http_requests_total)"}, "time": {evalTime}},
+			scalarVector(e2eSeries)},
+		{"/api/v1/query", url.Values{"query": {"sum(http_requests_total)"}, "time": {evalTime}},
+			// sum over i of (i + 10*(e2eSamples-1))
+			scalarVector(float64(e2eSeries*(e2eSeries-1)/2 + e2eSeries*10*(e2eSamples-1)))},
+		{"/api/v1/query", url.Values{"query": {"sum(rate(http_requests_total[5m]))"}, "time": {evalTime}},
+			// every series grows by 10 per 15s
+			scalarVector(float64(e2eSeries) * 10 / 15)},
+		{"/api/v1/query", url.Values{"query": {`sum by (job) (http_requests_total{job=~"api|db"})`}, "time": {evalTime}},
+			vectorLen(2)},
+		{"/api/v1/query_range", url.Values{"query": {"count(http_requests_total)"},
+			"start": {strconv.FormatInt(e2eStart/1000, 10)}, "end": {evalTime}, "step": {"60"}},
+			matrixPoints(1, 10)},
+		{"/api/v1/series", url.Values{"match[]": {`http_requests_total{job="web"}`},
+			"start": {strconv.FormatInt(e2eStart/1000, 10)}, "end": {evalTime}},
+			arrayLen(e2eSeries / 3)},
+		{"/api/v1/label/job/values", nil, arrayLen(3)},
+	}
+	answers := func() [][]byte {
+		var out [][]byte
+		for _, q := range queries {
+			code, body := s.get(q.path, q.params)
+			if code != http.StatusOK {
+				t.Fatalf("%s %v: status %d: %s", q.path, q.params, code, body)
+			}
+			var resp struct {
+				Status string          `json:"status"`
+				Data   json.RawMessage `json:"data"`
+			}
+			if err := json.Unmarshal(body, &resp); err != nil || resp.Status != "success" {
+				t.Fatalf("%s %v: %s (%v)", q.path, q.params, body, err)
+			}
+			t.Run(q.path+" "+q.params.Get("query")+q.params.Get("match[]"), func(t *testing.T) { q.check(t, resp.Data) })
+			out = append(out, body)
+		}
+		return out
+	}
+	before := answers()
+
+	s.kill()
+	s.start()
+	after := answers()
+	for i := range before {
+		if !bytes.Equal(before[i], after[i]) {
+			t.Fatalf("query %d differs after kill -9 and restart:\nbefore %s\nafter  %s", i, before[i], after[i])
+		}
+	}
+
+	// More writes after the restart land too, and a clean stop keeps them.
+	more := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "after_restart"}},
+		Samples: []prompb.Sample{{Timestamp: end, Value: 42}},
+	}}}
+	if code, body := s.write(more); code != http.StatusNoContent {
+		t.Fatalf("write after restart: %d %s", code, body)
+	}
+	s.stop()
+	s.start()
+	code, body := s.get("/api/v1/query", url.Values{"query": {"after_restart"}, "time": {evalTime}})
+	if code != http.StatusOK || !bytes.Contains(body, []byte(`"42"`)) {
+		t.Fatalf("after clean restart: %d %s", code, body)
+	}
+	if !bytes.Equal(before[0], answers()[0]) {
+		t.Fatal("answers changed after clean restart")
+	}
+}
+
+// TestServerRejectsBadFlags checks that a bad flag is reported, not
+// ignored.
+func TestServerRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--log.level", "loud"},
+		{"--query.timeout", "-1s"},
+		{"--no-such-flag"},
+		{"extra-arg"},
+	} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+	cfg, err := parseFlags([]string{"--enable-feature=promql-experimental-functions,promql-duration-expr", "--enable-feature", "promql-delayed-name-removal,nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.parserOptions.EnableExperimentalFunctions || !cfg.parserOptions.ExperimentalDurationExpr || !cfg.delayedNameRemoval ||
+		cfg.parserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
+		t.Fatalf("features parsed wrong: %+v", cfg)
+	}
+}
+
+type vectorResult struct {
+	ResultType string `json:"resultType"`
+	Result     []struct {
+		Metric map[string]string `json:"metric"`
+		Value  [2]any            `json:"value"`
+		Values [][2]any          `json:"values"`
+	} `json:"result"`
+}
+
+func scalarVector(want float64) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, data json.RawMessage) {
+		var r vectorResult
+		if err := json.Unmarshal(data, &r); err != nil || r.ResultType != "vector" || len(r.Result) != 1 {
+			t.Fatalf("want a one-element vector, got %s", data)
+		}
+		got, err := strconv.ParseFloat(r.Result[0].Value[1].(string), 64)
+		if err != nil || math.Abs(got-want) > 1e-9*math.Abs(want) {
+			t.Fatalf("got %s, want %v", data, want)
+		}
+	}
+}
+
+func vectorLen(n int) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, data json.RawMessage) {
+		var r vectorResult
+		if err := json.Unmarshal(data, &r); err != nil || r.ResultType != "vector" || len(r.Result) != n {
+			t.Fatalf("want %d elements, got %s", n, data)
+		}
+	}
+}
+
+func matrixPoints(series, points int) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, data json.RawMessage) {
+		var r vectorResult
+		if err := json.Unmarshal(data, &r); err != nil || r.ResultType != "matrix" || len(r.Result) != series {
+			t.Fatalf("want %d series, got %s", series, data)
+		}
+		if len(r.Result[0].Values) != points {
+			t.Fatalf("want %d points, got %s", points, data)
+		}
+	}
+}
+
+func arrayLen(n int) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, data json.RawMessage) {
+		var r []any
+		if err := json.Unmarshal(data, &r); err != nil || len(r) != n {
+			t.Fatalf("want %d entries, got %s", n, data)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-db/strata/internal/db"
+	"github.com/strata-db/strata/internal/head"
+)
+
+// registerStoreMetrics exposes the store's counters. They read 0 until the
+// store is ready.
+func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
+	stat := func(f func(head.Stats) float64) func() float64 {
+		return func() float64 {
+			h := store.Head()
+			if h == nil {
+				return 0
+			}
+			return f(h.Stats())
+		}
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_head_series",
+			Help: "Series in the in-memory head.",
+		}, stat(func(s head.Stats) float64 { return float64(s.Series) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_head_samples_appended_total",
+			Help: "Samples committed to the head since start, WAL replay excluded.",
+		}, stat(func(s head.Stats) float64 { return float64(s.SamplesAppended) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_head_samples_rejected_total",
+			Help: "Samples refused as invalid: out of order, a different value for an existing timestamp, or invalid labels.",
+		}, stat(func(s head.Stats) float64 { return float64(s.SamplesRejected) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_head_samples_dropped_total",
+			Help: "Samples logged but dropped when applied because a concurrent write made them out of order.",
+		}, stat(func(s head.Stats) float64 { return float64(s.SamplesDropped) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_wal_replay_samples",
+			Help: "Samples replayed from the WAL at start.",
+		}, stat(func(s head.Stats) float64 { return float64(s.ReplayedSamples) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_wal_replay_duration_seconds",
+			Help: "How long the WAL replay at start took.",
+		}, stat(func(s head.Stats) float64 { return s.ReplayDuration.Seconds() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_wal_bytes_written_total",
+			Help: "Bytes written to the WAL since start.",
+		}, stat(func(s head.Stats) float64 { return float64(s.WALBytesWritten) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_ready",
+			Help: "1 once the WAL is replayed and the store serves reads and writes.",
+		}, func() float64 {
+			if store.Ready() {
+				return 1
+			}
+			return 0
+		}),
+	)
+}
+
+// httpMetrics times requests by handler and status code.
+type httpMetrics struct {
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strata_http_request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by handler and status code.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"handler", "code"}),
+	}
+	reg.MustRegister(m.duration)
+	return m
+}
+
+func (m *httpMetrics) wrap(name string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		m.duration.WithLabelValues(name, strconv.Itoa(sw.code)).Observe(time.Since(start).Seconds())
+	})
+}
+
+// statusWriter remembers the status code a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,158 @@
+// Package api serves the Prometheus HTTP API v1 (query, query_range,
+// series, labels, label values, build info) over Prometheus' PromQL engine
+// and a storage.Queryable, with the parameters, validation messages,
+// response shapes, error types and status codes of Prometheus itself, so
+// that Grafana and other Prometheus API clients work against strata as
+// they are.
+//
+// Responses are built in pooled buffers by hand-written JSON appenders
+// that write what Prometheus' codec writes; see json.go.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// Options configure an API.
+type Options struct {
+	// Engine evaluates PromQL. Required. It is typically a *promql.Engine;
+	// any promql.QueryEngine will do, so a faster engine can replace it.
+	Engine promql.QueryEngine
+	// Queryable is the data queries and metadata requests read. Required.
+	Queryable storage.Queryable
+	// Parser parses match[] selectors. It must be the parser the Engine
+	// was built with, so that both accept the same syntax. Nil means
+	// parser.NewParser(parser.Options{}), the engine's default.
+	Parser parser.Parser
+	// Logger is told about responses that could not be written. Nil
+	// discards.
+	Logger *slog.Logger
+	// Now is the clock for the default `time` of an instant query. Nil
+	// means time.Now.
+	Now func() time.Time
+	// QueryTimeout bounds the evaluation of a query that has no `timeout`
+	// parameter; a request's `timeout` may lower it but not raise it.
+	// 0 leaves queries bounded only by the engine's own timeout.
+	QueryTimeout time.Duration
+	// LookbackDelta is the lookback of queries without a `lookback_delta`
+	// parameter. 0 means the engine's default.
+	LookbackDelta time.Duration
+	// Version is reported by /api/v1/status/buildinfo. Grafana reads it
+	// to decide which Prometheus features it may use.
+	Version string
+}
+
+// DefaultOptions returns Options with Prometheus' defaults for what has
+// one: a 2 minute query timeout (its --query.timeout). Engine and
+// Queryable must still be set.
+func DefaultOptions() Options {
+	return Options{QueryTimeout: 2 * time.Minute}
+}
+
+// API serves the endpoints. It holds nothing that changes after New, so
+// it is safe for concurrent use.
+type API struct {
+	engine        promql.QueryEngine
+	queryable     storage.Queryable
+	parser        parser.Parser
+	logger        *slog.Logger
+	now           func() time.Time
+	queryTimeout  time.Duration
+	lookbackDelta time.Duration
+	buildInfo     buildInfo
+}
+
+// New returns an API serving opts.Queryable through opts.Engine.
+func New(opts Options) *API {
+	a := &API{
+		engine:        opts.Engine,
+		queryable:     opts.Queryable,
+		parser:        opts.Parser,
+		logger:        opts.Logger,
+		now:           opts.Now,
+		queryTimeout:  opts.QueryTimeout,
+		lookbackDelta: opts.LookbackDelta,
+		buildInfo:     newBuildInfo(opts.Version),
+	}
+	if a.parser == nil {
+		a.parser = parser.NewParser(parser.Options{})
+	}
+	if a.logger == nil {
+		a.logger = slog.New(slog.DiscardHandler)
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a
+}
+
+// Register adds the endpoints to mux under /api/v1/. Each answers the
+// methods Prometheus answers it with; other methods get 405 from mux.
+func (a *API) Register(mux *http.ServeMux) {
+	for _, e := range []struct {
+		methods []string
+		path    string
+		serve   func(*http.Request) result
+	}{
+		{getPost, "/api/v1/query", a.query},
+		{getPost, "/api/v1/query_range", a.queryRange},
+		{getPost, "/api/v1/series", a.series},
+		{getPost, "/api/v1/labels", a.labelNames},
+		// Prometheus takes no POST here: the label name is in the path
+		// and match[] lists are short enough for a URL.
+		{getOnly, "/api/v1/label/{name}/values", a.labelValues},
+		{getOnly, "/api/v1/status/buildinfo", a.serveBuildInfo},
+	} {
+		h := a.handler(e.serve)
+		for _, m := range e.methods {
+			mux.Handle(m+" "+e.path, h)
+		}
+	}
+}
+
+var (
+	getPost = []string{http.MethodGet, http.MethodPost}
+	getOnly = []string{http.MethodGet}
+)
+
+// handler adapts an endpoint to http.Handler: it parses the form (URL
+// query and, for POST, a urlencoded or multipart body), runs the endpoint
+// and writes what it returns.
+func (a *API) handler(serve func(*http.Request) result) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := parseForm(r); err != nil {
+			a.writeError(w, badData(fmt.Errorf("error parsing form values: %w", err)))
+			return
+		}
+		res := serve(r)
+		if res.finalize != nil {
+			defer res.finalize()
+		}
+		if res.err != nil {
+			a.writeError(w, res.err)
+			return
+		}
+		a.writeSuccess(w, r, res.data, res.warnings, r.FormValue("query"))
+	})
+}
+
+// maxMultipartMemory is what a multipart form may keep in memory before
+// spilling to temporary files: net/http's own default for FormValue,
+// which is what Prometheus' handlers rely on.
+const maxMultipartMemory = 32 << 20
+
+func parseForm(r *http.Request) error {
+	err := r.ParseMultipartForm(maxMultipartMemory)
+	if err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package api
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+)
+
+// The appenders below write the JSON Prometheus' HTTP API writes, byte for
+// byte, so that golden files taken from Prometheus hold for strata too:
+//
+//   - timestamps are seconds with the milliseconds written as three digits
+//     ("1.500", not "1.5"), and no fraction at all on whole seconds;
+//   - sample values are strings, formatted %f-style except below 1e-6 and
+//     from 1e21 on, where they switch to exponent form, and "NaN", "+Inf",
+//     "-Inf";
+//   - label names and values are escaped only as far as JSON requires (no
+//     HTML escaping), while other strings (label name lists, warnings,
+//     errors) are escaped as encoding/json escapes them.
+//
+// Each appends to dst and returns the extended slice.
+
+// appendTimestamp appends t, in milliseconds, as seconds.
+func appendTimestamp(dst []byte, t int64) []byte {
+	if t < 0 {
+		dst = append(dst, '-')
+		t = -t
+	}
+	dst = strconv.AppendInt(dst, t/1000, 10)
+	if frac := t % 1000; frac != 0 {
+		dst = append(dst, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	}
+	return dst
+}
+
+// appendFloat appends f as a quoted sample value.
+func appendFloat(dst []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = append(dst, '"')
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendLabelString appends s quoted, escaping only '"', '\\' and control
+// characters. Bytes from 0x80 on are copied as they are: label names and
+// values are valid UTF-8 by the time they are stored.
+func appendLabelString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b >= 0x20 && b != '"' && b != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		dst = appendEscapedASCII(dst, b)
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendString appends s quoted and escaped as encoding/json does with
+// HTML escaping on: also '<', '>', '&', U+2028 and U+2029 are escaped,
+// and invalid UTF-8 becomes U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			dst = appendEscapedASCII(dst, b)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\u202`...)
+			dst = append(dst, hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendEscapedASCII appends the escape sequence for the ASCII byte b.
+func appendEscapedASCII(dst []byte, b byte) []byte {
+	switch b {
+	case '"', '\\':
+		return append(dst, '\\', b)
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	return append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+}
+
+// appendStrings appends ss as a JSON array of strings; nil is [].
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendLabels appends ls as an object, in label order.
+func appendLabels(dst []byte, ls labels.Labels) []byte {
+	dst = append(dst, '{')
+	first := true
+	ls.Range(func(l labels.Label) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendLabelString(dst, l.Name)
+		dst = append(dst, ':')
+		dst = appendLabelString(dst, l.Value)
+	})
+	return append(dst, '}')
+}
+
+// appendHistogram appends a native histogram as count, sum and the
+// non-empty buckets, each [boundaries, lower, upper, count] where
+// boundaries says which ends are inclusive: 0 upper only, 1 lower only,
+// 2 neither, 3 both.
+func appendHistogram(dst []byte, h *histogram.FloatHistogram) []byte {
+	dst = append(dst, `{"count":`...)
+	dst = appendFloat(dst, h.Count)
+	dst = append(dst, `,"sum":`...)
+	dst = appendFloat(dst, h.Sum)
+	inBuckets := false
+	it := h.AllBucketIterator()
+	for it.Next() {
+		b := it.At()
+		if b.Count == 0 {
+			continue
+		}
+		if inBuckets {
+			dst = append(dst, ',')
+		} else {
+			dst = append(dst, `,"buckets":[`...)
+			inBuckets = true
+		}
+		var bounds byte
+		switch {
+		case b.LowerInclusive && b.UpperInclusive:
+			bounds = '3'
+		case b.LowerInclusive:
+			bounds = '1'
+		case b.UpperInclusive:
+			bounds = '0'
+		default:
+			bounds = '2'
+		}
+		dst = append(dst, '[', bounds, ',')
+		dst = appendFloat(dst, b.Lower)
+		dst = append(dst, ',')
+		dst = appendFloat(dst, b.Upper)
+		dst = append(dst, ',')
+		dst = appendFloat(dst, b.Count)
+		dst = append(dst, ']')
+	}
+	if inBuckets {
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// appendFPoint appends [t, "v"].
+func appendFPoint(dst []byte, t int64, f float64) []byte {
+	dst = append(dst, '[')
+	dst = appendTimestamp(dst, t)
+	dst = append(dst, ',')
+	dst = appendFloat(dst, f)
+	return append(dst, ']')
+}
+
+// appendHPoint appends [t, {histogram}].
+func appendHPoint(dst []byte, t int64, h *histogram.FloatHistogram) []byte {
+	dst = append(dst, '[')
+	dst = appendTimestamp(dst, t)
+	dst = append(dst, ',')
+	dst = appendHistogram(dst, h)
+	return append(dst, ']')
+}
+
+// appendVector appends an instant vector: each sample with "value", or
+// "histogram" for a native histogram sample.
+func appendVector(dst []byte, v promql.Vector) []byte {
+	dst = append(dst, '[')
+	for i, s := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"metric":`...)
+		dst = appendLabels(dst, s.Metric)
+		if s.H == nil {
+			dst = append(dst, `,"value":`...)
+			dst = appendFPoint(dst, s.T, s.F)
+		} else {
+			dst = append(dst, `,"histogram":`...)
+			dst = appendHPoint(dst, s.T, s.H)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendMatrix appends a range vector: each series with its float points
+// under "values" and its histogram points under "histograms", each key
+// left out when it has no points.
+func appendMatrix(dst []byte, m promql.Matrix) []byte {
+	dst = append(dst, '[')
+	for i, s := range m {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"metric":`...)
+		dst = appendLabels(dst, s.Metric)
+		if len(s.Floats) > 0 {
+			dst = append(dst, `,"values":[`...)
+			for j, p := range s.Floats {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendFPoint(dst, p.T, p.F)
+			}
+			dst = append(dst, ']')
+		}
+		if len(s.Histograms) > 0 {
+			dst = append(dst, `,"histograms":[`...)
+			for j, p := range s.Histograms {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendHPoint(dst, p.T, p.H)
+			}
+			dst = append(dst, ']')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}

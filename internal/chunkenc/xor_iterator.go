@@ -1,0 +1,218 @@
+package chunkenc
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// XORIterator decodes the samples of an encoded XOR chunk in order.
+//
+// An iterator is meant to be reused: Reset points it at another chunk
+// without allocating, and Next allocates only the error for malformed
+// input. The zero value is usable after Reset. The iterator reads the
+// bytes it was given, and keeps them, until the next Reset (Reset(nil)
+// lets go of them, as before putting it in a pool); it never modifies
+// them, and they must not change while it iterates (see XORChunk.Bytes).
+type XORIterator struct {
+	br   bitReader
+	size int // len of the chunk, to turn the reader's position into an offset
+
+	num  uint16 // samples in the chunk, from the header
+	read uint16 // samples decoded so far
+
+	// The current sample and the state to decode the next one, as in
+	// XORChunk.
+	t       int64
+	tDelta  int64
+	v       uint64
+	leading uint8
+	sigbits uint8
+
+	err error // sticky: once set, Next returns false
+}
+
+// NewXORIterator returns an iterator over the encoded chunk b.
+func NewXORIterator(b []byte) *XORIterator {
+	it := &XORIterator{}
+	it.Reset(b)
+	return it
+}
+
+// Reset makes the iterator start over on the encoded chunk b, which is laid
+// out as XORChunk.Bytes returns it (or a copy of that).
+func (it *XORIterator) Reset(b []byte) {
+	*it = XORIterator{size: len(b), sigbits: 64}
+	// A b too short for the header leaves num at 0, and Next reports it.
+	if len(b) >= xorChunkHeaderSize {
+		it.num = binary.BigEndian.Uint16(b)
+		it.br.reset(b[xorChunkHeaderSize:])
+	}
+}
+
+// At returns the current sample. It is only valid after Next returned true.
+func (it *XORIterator) At() (int64, float64) {
+	return it.t, math.Float64frombits(it.v)
+}
+
+// Err returns the error that ended the iteration, if any. It wraps
+// ErrCorruptChunk and is a *CorruptChunkError.
+func (it *XORIterator) Err() error { return it.err }
+
+// Next advances to the next sample. It returns false at the end of the
+// chunk or on malformed input; Err tells which.
+//
+// After the header's count of samples, Next checks that nothing but up to 7
+// zero bits of padding follows, so trailing garbage is reported too.
+func (it *XORIterator) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.read == it.num {
+		it.checkEnd()
+		return false
+	}
+	switch it.read {
+	case 0:
+		t, ok := it.readVarint()
+		if !ok {
+			return false
+		}
+		v, ok := it.br.readBits(64)
+		if !ok {
+			return it.corrupt("truncated first value")
+		}
+		it.t, it.v = t, v
+	case 1:
+		d, ok := it.readUvarint()
+		if !ok {
+			return false
+		}
+		it.tDelta = int64(d)
+		it.t += it.tDelta
+		if !it.readValue() {
+			return false
+		}
+	default:
+		if !it.readDod() || !it.readValue() {
+			return false
+		}
+	}
+	it.read++
+	return true
+}
+
+// readDod reads a delta-of-delta and advances the timestamp.
+func (it *XORIterator) readDod() bool {
+	prefix, ok := it.br.readOnesFast(4)
+	if !ok {
+		if prefix, ok = it.br.readOnes(4); !ok {
+			return it.corrupt("truncated timestamp")
+		}
+	}
+	if prefix > 0 {
+		n := dodBits[prefix]
+		u, ok := it.br.readBitsFast(n)
+		if !ok {
+			if u, ok = it.br.readBits(n); !ok {
+				return it.corrupt("truncated timestamp")
+			}
+		}
+		// Sign-extend the n-bit two's complement value.
+		it.tDelta += int64(u<<((64-n)&63)) >> ((64 - n) & 63)
+	}
+	it.t += it.tDelta
+	return true
+}
+
+// readValue reads an XOR-encoded value and applies it to the last value.
+func (it *XORIterator) readValue() bool {
+	// 0: same value, 10: current window, 11: new window.
+	control, ok := it.br.readOnesFast(2)
+	if !ok {
+		if control, ok = it.br.readOnes(2); !ok {
+			return it.corrupt("truncated value")
+		}
+	}
+	switch control {
+	case 0:
+		return true
+	case 2:
+		// 5 bits of leading zeros, 6 of width (0 means 64).
+		u, ok := it.br.readBitsFast(11)
+		if !ok {
+			if u, ok = it.br.readBits(11); !ok {
+				return it.corrupt("truncated value window")
+			}
+		}
+		leading, sigbits := uint8(u>>6), uint8(u&63)
+		if sigbits == 0 {
+			sigbits = 64
+		}
+		if leading+sigbits > 64 {
+			return it.corrupt("value window wider than 64 bits")
+		}
+		it.leading, it.sigbits = leading, sigbits
+	}
+	x, ok := it.br.readBitsFast(it.sigbits)
+	if !ok {
+		if x, ok = it.br.readBits(it.sigbits); !ok {
+			return it.corrupt("truncated value bits")
+		}
+	}
+	it.v ^= x << ((64 - it.leading - it.sigbits) & 63)
+	return true
+}
+
+// readVarint reads a signed varint as whole bytes of 8 bits.
+func (it *XORIterator) readVarint() (int64, bool) {
+	u, ok := it.readUvarint()
+	// Undo the zig-zag encoding of binary.AppendVarint.
+	return int64(u>>1) ^ -int64(u&1), ok
+}
+
+// readUvarint reads an unsigned varint as whole bytes of 8 bits, rejecting
+// encodings that overflow 64 bits.
+func (it *XORIterator) readUvarint() (uint64, bool) {
+	var u uint64
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		b, ok := it.br.readBits(8)
+		if !ok {
+			return 0, it.corrupt("truncated timestamp varint")
+		}
+		if i == binary.MaxVarintLen64-1 && b > 1 {
+			break // the tenth byte may hold only the 64th bit
+		}
+		u |= (b & 0x7f) << (7 * i)
+		if b < 0x80 {
+			return u, true
+		}
+	}
+	return 0, it.corrupt("timestamp varint overflows 64 bits")
+}
+
+// checkEnd reports a missing header, or trailing data after the last
+// sample: at most the zero padding of the last byte may remain.
+func (it *XORIterator) checkEnd() {
+	if it.size < xorChunkHeaderSize {
+		it.corrupt("chunk shorter than its 2-byte header")
+		return
+	}
+	rem := it.br.remaining()
+	if rem >= 8 {
+		it.corrupt("trailing bytes after the last sample")
+		return
+	}
+	if rem > 0 {
+		if pad, _ := it.br.readBits(uint8(rem)); pad != 0 {
+			it.corrupt("non-zero padding after the last sample")
+		}
+	}
+}
+
+// corrupt records a CorruptChunkError at the current position and returns
+// false, so that decoders can return it.
+func (it *XORIterator) corrupt(reason string) bool {
+	bitsRead := (it.size-len(it.br.stream))*8 - int(it.br.valid)
+	it.err = &CorruptChunkError{Offset: bitsRead / 8, Sample: int(it.read), Reason: reason}
+	return false
+}

@@ -1,0 +1,159 @@
+package head
+
+import (
+	"context"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// Querier returns a querier over the samples in [mint, maxt]. It implements
+// Prometheus' storage.Queryable, so the PromQL engine reads the head
+// directly.
+func (h *Head) Querier(mint, maxt int64) (promstorage.Querier, error) {
+	return &querier{head: h, mint: mint, maxt: maxt}, nil
+}
+
+// querier reads the head. It holds no locks between calls: each series is
+// snapshotted when the series set reaches it.
+type querier struct {
+	head       *Head
+	mint, maxt int64
+}
+
+func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+	mint, maxt := q.mint, q.maxt
+	limit := 0
+	if hints != nil {
+		mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
+		limit = hints.Limit
+	}
+	series := q.matching(ms)
+	if sortSeries {
+		slices.SortFunc(series, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
+	}
+	return &seriesSet{ctx: ctx, series: series, mint: mint, maxt: maxt, limit: limit}
+}
+
+// matching returns the series that match ms, in ref order.
+func (q *querier) matching(ms []*labels.Matcher) []*memSeries {
+	refs := q.head.index.postings(ms)
+	series := make([]*memSeries, 0, len(refs))
+	for _, ref := range refs {
+		if s := q.head.series.getByRef(ref); s != nil {
+			series = append(series, s)
+		}
+	}
+	return series
+}
+
+// LabelValues returns the sorted values of label name, of the series that
+// match ms if any are given.
+func (q *querier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	var vals []string
+	if len(ms) == 0 {
+		vals = q.head.index.labelValues(name)
+	} else {
+		seen := map[string]struct{}{}
+		for _, s := range q.matching(ms) {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			if v := s.lset.Get(name); v != "" {
+				seen[v] = struct{}{}
+			}
+		}
+		vals = sortedKeys(seen)
+	}
+	return applyLimit(vals, hints), nil, nil
+}
+
+// LabelNames returns the sorted label names, of the series that match ms if
+// any are given.
+func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	var names []string
+	if len(ms) == 0 {
+		names = q.head.index.labelNames()
+	} else {
+		seen := map[string]struct{}{}
+		for _, s := range q.matching(ms) {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			s.lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+		}
+		names = sortedKeys(seen)
+	}
+	return applyLimit(names, hints), nil, nil
+}
+
+func (q *querier) Close() error { return nil }
+
+func sortedKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func applyLimit(vals []string, hints *promstorage.LabelHints) []string {
+	if hints != nil && hints.Limit > 0 && len(vals) > hints.Limit {
+		return vals[:hints.Limit]
+	}
+	return vals
+}
+
+// seriesSet walks the matched series, skipping those with no sample in
+// [mint, maxt].
+type seriesSet struct {
+	ctx        context.Context
+	series     []*memSeries
+	mint, maxt int64
+	limit      int
+	returned   int
+	cur        *series
+	err        error
+}
+
+func (ss *seriesSet) Next() bool {
+	if ss.limit > 0 && ss.returned >= ss.limit {
+		return false
+	}
+	for len(ss.series) > 0 {
+		// A select over many series can take long: honour cancellation
+		// every so often without paying for it on every series.
+		if len(ss.series)%128 == 0 {
+			if err := ss.ctx.Err(); err != nil {
+				ss.err = err
+				return false
+			}
+		}
+		s := ss.series[0]
+		ss.series = ss.series[1:]
+		chunks := s.snapshot(nil, ss.mint, ss.maxt)
+		if len(chunks) == 0 {
+			continue
+		}
+		ss.cur = &series{lset: s.lset, chunks: chunks, mint: ss.mint, maxt: ss.maxt}
+		ss.returned++
+		return true
+	}
+	return false
+}
+
+func (ss *seriesSet) At() promstorage.Series            { return ss.cur }
+func (ss *seriesSet) Err() error                        { return ss.err }
+func (ss *seriesSet) Warnings() annotations.Annotations { return nil }
+
+// series is a snapshot of one series' chunks in [mint, maxt].
+type series struct {
+	lset       labels.Labels
+	chunks     []memChunk
+	mint, maxt int64
+}
+
+func (s *series) Labels() labels.Labels { return s.lset }

@@ -1,0 +1,223 @@
+package head
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// memSeries is one series in the head.
+//
+// ref and lset are immutable after creation. logged is set once the series
+// record is in the WAL. Everything else is guarded by mu.
+type memSeries struct {
+	ref    storage.SeriesRef
+	lset   labels.Labels
+	logged atomic.Bool
+
+	mu sync.Mutex
+	// chunks are the closed chunks, oldest first. Their bytes never change
+	// after the chunk is closed, so a querier may keep them without a lock.
+	chunks []memChunk
+	// head is the open chunk, nil until the first sample. Appends modify its
+	// bytes in place: readers copy them under mu.
+	head     *chunkenc.XORChunk
+	headMint int64
+	// maxt and lastV are the newest sample, kept here so that the out-of-order
+	// and duplicate checks do not decode the chunk. maxt is math.MinInt64
+	// while the series has no sample.
+	maxt  int64
+	lastV float64
+}
+
+// memChunk is a closed, immutable chunk.
+type memChunk struct {
+	data       []byte
+	mint, maxt int64
+}
+
+func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
+	return &memSeries{ref: ref, lset: lset, maxt: math.MinInt64}
+}
+
+// appendable reports whether a sample at t with value v may follow the
+// series' newest sample; dup is true for an exact duplicate, which is
+// accepted and dropped. mu must be held.
+func (s *memSeries) appendable(t int64, v float64) (dup bool, err error) {
+	return checkOrder(s.maxt, s.lastV, t, v)
+}
+
+// checkOrder decides whether (t, v) may follow a newest sample (maxt, lastV).
+func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err error) {
+	switch {
+	case t > maxt:
+		return false, nil
+	case t < maxt:
+		return false, storage.ErrOutOfOrderSample
+	case math.Float64bits(v) == math.Float64bits(lastV):
+		// Compare bits so that a repeated NaN (staleness marker) counts as
+		// a duplicate, as in Prometheus.
+		return true, nil
+	default:
+		return false, storage.ErrDuplicateSampleForTimestamp
+	}
+}
+
+// append adds a sample that appendable accepted. It cuts a new chunk when
+// the open one holds chunkSamples samples. mu must be held.
+func (s *memSeries) append(t int64, v float64, chunkSamples int) {
+	if s.head == nil {
+		s.head = chunkenc.NewXORChunk()
+		s.headMint = t
+	} else if s.head.NumSamples() >= chunkSamples {
+		s.cut()
+		s.headMint = t
+	}
+	s.head.Append(t, v)
+	s.maxt = t
+	s.lastV = v
+}
+
+// cut closes the open chunk, keeping an exact-size copy of its bytes so the
+// closed chunk holds no spare capacity, and starts a new, empty one.
+func (s *memSeries) cut() {
+	b := s.head.Bytes()
+	data := make([]byte, len(b))
+	copy(data, b)
+	s.chunks = append(s.chunks, memChunk{data: data, mint: s.headMint, maxt: s.maxt})
+	s.head = chunkenc.NewXORChunk()
+}
+
+// mint returns the oldest timestamp of the series, math.MaxInt64 if it has
+// no sample. mu must be held.
+func (s *memSeries) mint() int64 {
+	if len(s.chunks) > 0 {
+		return s.chunks[0].mint
+	}
+	if s.head != nil {
+		return s.headMint
+	}
+	return math.MaxInt64
+}
+
+// snapshot appends to dst the chunks that overlap [mint, maxt], the open
+// one as a copy, and returns dst. It returns dst unchanged if none overlap.
+func (s *memSeries) snapshot(dst []memChunk, mint, maxt int64) []memChunk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.chunks {
+		if c.maxt >= mint && c.mint <= maxt {
+			dst = append(dst, c)
+		}
+	}
+	if s.head != nil && s.maxt >= mint && s.headMint <= maxt {
+		b := s.head.Bytes()
+		data := make([]byte, len(b))
+		copy(data, b)
+		dst = append(dst, memChunk{data: data, mint: s.headMint, maxt: s.maxt})
+	}
+	return dst
+}
+
+// stripeSeries holds all series of the head, findable by ref and by label
+// hash. Both maps are striped so that appenders to different series rarely
+// share a lock: a series is in by-ref stripe ref&mask and in by-hash stripe
+// hash&mask, each guarded by the lock of the same index.
+type stripeSeries struct {
+	mask   uint64
+	locks  []paddedRWMutex
+	byRef  []map[storage.SeriesRef]*memSeries
+	byHash []seriesHashMap
+}
+
+// paddedRWMutex keeps neighbouring stripe locks on separate cache lines.
+type paddedRWMutex struct {
+	sync.RWMutex
+	_ [40]byte
+}
+
+func newStripeSeries(stripes int) *stripeSeries {
+	s := &stripeSeries{
+		mask:   uint64(stripes - 1),
+		locks:  make([]paddedRWMutex, stripes),
+		byRef:  make([]map[storage.SeriesRef]*memSeries, stripes),
+		byHash: make([]seriesHashMap, stripes),
+	}
+	for i := range s.byRef {
+		s.byRef[i] = map[storage.SeriesRef]*memSeries{}
+		s.byHash[i] = seriesHashMap{unique: map[uint64]*memSeries{}}
+	}
+	return s
+}
+
+func (s *stripeSeries) getByRef(ref storage.SeriesRef) *memSeries {
+	i := uint64(ref) & s.mask
+	s.locks[i].RLock()
+	ms := s.byRef[i][ref]
+	s.locks[i].RUnlock()
+	return ms
+}
+
+func (s *stripeSeries) getByHash(hash uint64, lset labels.Labels) *memSeries {
+	i := hash & s.mask
+	s.locks[i].RLock()
+	ms := s.byHash[i].get(hash, lset)
+	s.locks[i].RUnlock()
+	return ms
+}
+
+// getOrSet returns the series with lset's labels, adding the one made by
+// create if there is none. created tells which happened.
+func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, create func() *memSeries) (ms *memSeries, created bool) {
+	i := hash & s.mask
+	s.locks[i].Lock()
+	if ms = s.byHash[i].get(hash, lset); ms != nil {
+		s.locks[i].Unlock()
+		return ms, false
+	}
+	ms = create()
+	s.byHash[i].set(hash, ms)
+	s.locks[i].Unlock()
+
+	j := uint64(ms.ref) & s.mask
+	s.locks[j].Lock()
+	s.byRef[j][ms.ref] = ms
+	s.locks[j].Unlock()
+	return ms, true
+}
+
+// seriesHashMap maps a label hash to its series. Hash collisions are rare,
+// so colliding series go to a second map rather than making every entry a
+// slice.
+type seriesHashMap struct {
+	unique    map[uint64]*memSeries
+	conflicts map[uint64][]*memSeries
+}
+
+func (m *seriesHashMap) get(hash uint64, lset labels.Labels) *memSeries {
+	if s, ok := m.unique[hash]; ok && labels.Equal(s.lset, lset) {
+		return s
+	}
+	for _, s := range m.conflicts[hash] {
+		if labels.Equal(s.lset, lset) {
+			return s
+		}
+	}
+	return nil
+}
+
+func (m *seriesHashMap) set(hash uint64, s *memSeries) {
+	if _, ok := m.unique[hash]; !ok {
+		m.unique[hash] = s
+		return
+	}
+	if m.conflicts == nil {
+		m.conflicts = map[uint64][]*memSeries{}
+	}
+	m.conflicts[hash] = append(m.conflicts[hash], s)
+}

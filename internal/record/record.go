@@ -1,0 +1,74 @@
+// Package record encodes and decodes the records strata writes to its
+// write-ahead log. The WAL itself (package wal) stores opaque byte slices;
+// this package gives them meaning.
+//
+// Every record starts with one byte, its Type. Encoders append to a
+// caller's buffer and return it; a Decoder turns records back into values,
+// reusing the caller's slices. The byte layout of each type is described in
+// docs/format/wal.md.
+package record
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// Type is the first byte of every record and says how to decode the rest.
+// Values are part of the on-disk format: never renumber them. A changed
+// layout gets a new Type so that old logs stay readable.
+type Type uint8
+
+const (
+	// Unknown is what Kind returns for an empty record or an unknown type
+	// byte. No record is written with it.
+	Unknown Type = 0
+	// Series records introduce series: a ref and its labels.
+	Series Type = 1
+	// Samples records hold float samples of series introduced earlier.
+	Samples Type = 2
+)
+
+func (t Type) String() string {
+	switch t {
+	case Series:
+		return "series"
+	case Samples:
+		return "samples"
+	default:
+		return fmt.Sprintf("unknown(%d)", uint8(t))
+	}
+}
+
+// Kind returns the type of rec, or Unknown if rec is empty or its type byte
+// is not one this package knows.
+func Kind(rec []byte) Type {
+	if len(rec) == 0 {
+		return Unknown
+	}
+	switch t := Type(rec[0]); t {
+	case Series, Samples:
+		return t
+	}
+	return Unknown
+}
+
+// ErrCorrupt is wrapped by every error a Decoder returns: the record is not
+// a well-formed record of the requested type.
+var ErrCorrupt = errors.New("corrupt WAL record")
+
+// RefSeries is a series and the ref the head assigned to it.
+type RefSeries struct {
+	Ref    storage.SeriesRef
+	Labels labels.Labels
+}
+
+// RefSample is one float sample of the series with the given ref.
+type RefSample struct {
+	Ref storage.SeriesRef
+	T   int64 // milliseconds since the epoch
+	V   float64
+}

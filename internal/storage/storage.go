@@ -1,0 +1,74 @@
+// Package storage holds the interfaces that ingestion and queries see of the
+// time-series store, and the errors callers branch on.
+//
+// Writers (remote-write, OTLP) use Appendable; readers (the PromQL engine and
+// the HTTP API) use Prometheus' storage.Queryable, which the head and, later,
+// blocks implement, so the engine sees all data through one interface.
+package storage
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// SeriesRef identifies a series in the head. It is assigned once, when the
+// series is created, is never reused while the process runs, and is what WAL
+// records refer to. 0 means "unknown": Append looks the series up by labels.
+type SeriesRef uint64
+
+// Sample is one value of a series at a point in time. It is a struct rather
+// than arguments so that start timestamps, native histograms and exemplars
+// join it without a new Append method per data type.
+type Sample struct {
+	T int64   // timestamp, milliseconds since the epoch
+	V float64 // float value
+}
+
+// Appendable hands out appenders.
+type Appendable interface {
+	// Appender returns a new appender. The context may carry a deadline; it
+	// does not bound Commit, which must not be abandoned half-way.
+	Appender(ctx context.Context) Appender
+}
+
+// Appender batches writes. Nothing is visible to queries or durable until
+// Commit returns nil; Commit returns only after the batch is in the
+// write-ahead log. An Appender is used by one goroutine and is finished by
+// exactly one call to Commit or Rollback, after which it must not be used.
+type Appender interface {
+	// Append adds s to the series with labels lset. ref, if not 0, is a
+	// reference returned by an earlier Append for the same labels and saves
+	// a lookup. The returned ref may be passed to later calls.
+	//
+	// lset is not retained: the appender copies what it keeps, so the caller
+	// may reuse the memory behind lset after Append returns.
+	//
+	// A sample that cannot be stored is rejected with an error wrapping one
+	// of the sentinel errors below; the appender stays usable and the other
+	// samples of the batch are unaffected.
+	Append(ref SeriesRef, lset labels.Labels, s Sample) (SeriesRef, error)
+	// Commit makes the batch durable (logged to the WAL) and visible.
+	Commit() error
+	// Rollback discards the batch.
+	Rollback() error
+}
+
+// Errors a caller branches on. Those in the first group mean the sample is
+// invalid and sending it again will not help (HTTP 400); the others are
+// retryable server conditions.
+var (
+	// ErrOutOfOrderSample: the sample is older than the newest sample of its
+	// series.
+	ErrOutOfOrderSample = errors.New("out of order sample")
+	// ErrDuplicateSampleForTimestamp: the series already has a different
+	// value at this timestamp.
+	ErrDuplicateSampleForTimestamp = errors.New("duplicate sample for timestamp")
+	// ErrInvalidLabels: the label set is empty, lacks a metric name, has an
+	// empty or duplicated label name, or is not valid UTF-8.
+	ErrInvalidLabels = errors.New("invalid labels")
+
+	// ErrNotReady: the store is still replaying its WAL or is closing.
+	ErrNotReady = errors.New("storage not ready")
+)
