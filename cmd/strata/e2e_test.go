@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 )
 
-// server is a strata process started by a test.
-type server struct {
+// proc is a strata process started by a test.
+type proc struct {
 	t    *testing.T
 	bin  string
 	dir  string
@@ -51,7 +51,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func (s *server) start() {
+func (s *proc) start() {
 	s.t.Helper()
 	s.logs.Reset()
 	s.cmd = exec.Command(s.bin, "--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug")
@@ -83,7 +83,7 @@ func (s *server) start() {
 	}
 }
 
-func (s *server) kill() {
+func (s *proc) kill() {
 	s.t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		s.t.Fatal(err)
@@ -91,7 +91,7 @@ func (s *server) kill() {
 	s.cmd.Wait()
 }
 
-func (s *server) stop() {
+func (s *proc) stop() {
 	s.t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		s.t.Fatal(err)
@@ -101,7 +101,7 @@ func (s *server) stop() {
 	}
 }
 
-func (s *server) write(req *prompb.WriteRequest) (int, string) {
+func (s *proc) write(req *prompb.WriteRequest) (int, string) {
 	s.t.Helper()
 	pb, err := req.Marshal()
 	if err != nil {
@@ -121,7 +121,7 @@ func (s *server) write(req *prompb.WriteRequest) (int, string) {
 }
 
 // get returns the status and body of an API request.
-func (s *server) get(path string, params url.Values) (int, []byte) {
+func (s *proc) get(path string, params url.Values) (int, []byte) {
 	s.t.Helper()
 	resp, err := http.Get("http://" + s.addr + path + "?" + params.Encode())
 	if err != nil {
@@ -171,7 +171,7 @@ func TestEndToEndCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	s := &server{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
 	s.start()
 
 	for i, req := range e2eRequests() {
@@ -271,8 +271,8 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.parserOptions.EnableExperimentalFunctions || !cfg.parserOptions.ExperimentalDurationExpr || !cfg.delayedNameRemoval ||
-		cfg.parserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
+	if !cfg.server.ParserOptions.EnableExperimentalFunctions || !cfg.server.ParserOptions.ExperimentalDurationExpr || !cfg.server.DelayedNameRemoval ||
+		cfg.server.ParserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
 		t.Fatalf("features parsed wrong: %+v", cfg)
 	}
 }

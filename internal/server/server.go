@@ -1,0 +1,178 @@
+// Package server wires the store, remote-write, the PromQL engine and the
+// HTTP API into the strata server. cmd/strata turns flags into a Config;
+// tests and the benchmark tool run a server in-process with Run.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/strata-db/strata/internal/api"
+	"github.com/strata-db/strata/internal/db"
+	"github.com/strata-db/strata/internal/ingest/remotewrite"
+)
+
+// Config is everything the server is run with.
+type Config struct {
+	ListenAddress   string
+	DataDir         string
+	Logger          *slog.Logger // nil discards
+	Version         string
+	ShutdownTimeout time.Duration
+
+	WALSegmentSize      int64
+	RemoteWriteMaxBytes int64
+
+	LookbackDelta       time.Duration
+	QueryTimeout        time.Duration
+	QueryMaxSamples     int
+	DefaultSubqueryStep time.Duration
+	ParserOptions       parser.Options
+	DelayedNameRemoval  bool
+}
+
+// DefaultConfig returns the configuration of a server started without
+// flags.
+func DefaultConfig() Config {
+	return Config{
+		ListenAddress:       ":9201",
+		DataDir:             "./data",
+		Version:             "dev",
+		ShutdownTimeout:     30 * time.Second,
+		WALSegmentSize:      db.DefaultOptions().Head.WAL.SegmentSize,
+		RemoteWriteMaxBytes: remotewrite.DefaultOptions().MaxBodyBytes,
+		LookbackDelta:       5 * time.Minute,
+		QueryTimeout:        2 * time.Minute,
+		QueryMaxSamples:     50000000,
+		DefaultSubqueryStep: time.Minute,
+	}
+}
+
+// Run serves until ctx is cancelled, then shuts down cleanly: it stops
+// accepting requests, lets the ones in flight finish, and closes the store.
+// onListen, if not nil, is called with the bound address once the server
+// listens (useful with port 0).
+func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddress, err)
+	}
+
+	dbOpts := db.DefaultOptions()
+	dbOpts.Dir = cfg.DataDir
+	dbOpts.Head.WAL.SegmentSize = cfg.WALSegmentSize
+	dbOpts.Logger = logger
+	store := db.Open(dbOpts)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerStoreMetrics(reg, store)
+	httpMetrics := newHTTPMetrics(reg)
+
+	promParser := parser.NewParser(cfg.ParserOptions)
+	engine := promql.NewEngine(promql.EngineOpts{
+		Logger:                   logger.With("component", "query engine"),
+		Reg:                      reg,
+		MaxSamples:               cfg.QueryMaxSamples,
+		Timeout:                  cfg.QueryTimeout,
+		LookbackDelta:            cfg.LookbackDelta,
+		NoStepSubqueryIntervalFn: func(int64) int64 { return cfg.DefaultSubqueryStep.Milliseconds() },
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+		EnablePerStepStats:       true,
+		EnableDelayedNameRemoval: cfg.DelayedNameRemoval,
+		Parser:                   promParser,
+	})
+
+	mux := http.NewServeMux()
+	rwOpts := remotewrite.DefaultOptions()
+	rwOpts.MaxBodyBytes = cfg.RemoteWriteMaxBytes
+	rwOpts.Logger = logger.With("component", "remote-write")
+	mux.Handle("POST /api/v1/write", httpMetrics.wrap("write", remotewrite.NewHandler(store, rwOpts)))
+
+	apiMux := http.NewServeMux()
+	api.New(api.Options{
+		Engine:        engine,
+		Queryable:     store,
+		Parser:        promParser,
+		Logger:        logger.With("component", "api"),
+		QueryTimeout:  cfg.QueryTimeout,
+		LookbackDelta: cfg.LookbackDelta,
+		Version:       cfg.Version,
+	}).Register(apiMux)
+	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))
+
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "strata is healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !store.Ready() {
+			http.Error(w, "strata is not ready: replaying the write-ahead log.", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "strata is ready.")
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	logger.Info("strata started", "version", cfg.Version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir)
+	if onListen != nil {
+		onListen(ln.Addr())
+	}
+
+	openErr := make(chan error, 1)
+	go func() { openErr <- store.Wait(ctx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve HTTP: %w", err)
+	case err := <-openErr:
+		if err != nil && ctx.Err() == nil {
+			runErr = fmt.Errorf("open store in %s: %w", cfg.DataDir, err)
+			break
+		}
+		logger.Info("store ready")
+		select {
+		case <-ctx.Done():
+		case err := <-serveErr:
+			runErr = fmt.Errorf("serve HTTP: %w", err)
+		}
+	}
+	logger.Info("shutting down")
+
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Warn("HTTP shutdown incomplete", "err", err)
+	}
+	if err := store.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("close store: %w", err)
+	}
+	if runErr == nil {
+		logger.Info("stopped cleanly")
+	}
+	return runErr
+}
