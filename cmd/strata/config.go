@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/strata-db/strata/internal/server"
+	"github.com/strata-db/strata/internal/wal"
 )
 
 // config is everything the flags set.
@@ -32,6 +33,7 @@ func parseFlags(args []string) (config, error) {
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&sc.ShutdownTimeout, "shutdown-timeout", sc.ShutdownTimeout, "how long requests in flight may take to finish on shutdown")
 	fs.Int64Var(&sc.WALSegmentSize, "wal.segment-size", sc.WALSegmentSize, "WAL segment file size in bytes")
+	walSync := fs.String("wal.sync", sc.WALSync.String(), "when a write is acknowledged: never (after the write reaches the OS; survives a crash of strata, not of the machine) or always (after fsync, shared by concurrent writes; survives power loss)")
 	fs.Int64Var(&sc.RemoteWriteMaxBytes, "remote-write.max-request-bytes", sc.RemoteWriteMaxBytes, "largest accepted remote-write request body (compressed), in bytes; larger ones get 413")
 	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
 	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
@@ -47,6 +49,10 @@ func parseFlags(args []string) (config, error) {
 	}
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return cfg, fmt.Errorf("--log.level: %w", err)
+	}
+	var err error
+	if sc.WALSync, err = wal.ParseSyncPolicy(*walSync); err != nil {
+		return cfg, fmt.Errorf("--wal.sync: %w", err)
 	}
 	switch {
 	case sc.WALSegmentSize < 1<<20:

@@ -103,9 +103,24 @@ func (s *proc) stop() {
 
 func (s *proc) write(req *prompb.WriteRequest) (int, string) {
 	s.t.Helper()
-	pb, err := req.Marshal()
+	code, body, err := s.send(req)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	return code, body
+}
+
+// tryWrite sends a write and returns its status, or the error if the
+// request did not complete; safe to call from any goroutine.
+func (s *proc) tryWrite(req *prompb.WriteRequest) (int, error) {
+	code, _, err := s.send(req)
+	return code, err
+}
+
+func (s *proc) send(req *prompb.WriteRequest) (int, string, error) {
+	pb, err := req.Marshal()
+	if err != nil {
+		return 0, "", err
 	}
 	hreq, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, pb)))
 	hreq.Header.Set("Content-Type", "application/x-protobuf")
@@ -113,11 +128,11 @@ func (s *proc) write(req *prompb.WriteRequest) (int, string) {
 	hreq.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
 	resp, err := http.DefaultClient.Do(hreq)
 	if err != nil {
-		s.t.Fatal(err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 // get returns the status and body of an API request.
@@ -262,6 +277,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--query.timeout", "-1s"},
 		{"--no-such-flag"},
 		{"extra-arg"},
+		{"--wal.sync", "sometimes"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

@@ -69,6 +69,14 @@ func NewXORChunk() *XORChunk {
 	}
 }
 
+// Reset empties the chunk for reuse, keeping its memory. Slices returned
+// by Bytes before must no longer be read: the next Append overwrites them.
+func (c *XORChunk) Reset() {
+	buf := c.w.buf[:xorChunkHeaderSize]
+	clear(buf)
+	*c = XORChunk{w: bitWriter{buf: buf}, sigbits: 64}
+}
+
 // NumSamples returns the number of samples appended so far.
 func (c *XORChunk) NumSamples() int { return int(c.num) }
 

@@ -508,3 +508,34 @@ func realisticSeries(kind string, n int, seed uint64) []sample {
 	}
 	return out
 }
+
+// TestXORChunkReset checks that a reset chunk encodes exactly like a new
+// one and reuses its memory.
+func TestXORChunkReset(t *testing.T) {
+	c := NewXORChunk()
+	for i := range 200 {
+		c.Append(int64(i*15000+i%7), float64(i)*1.5)
+	}
+	c.Reset()
+	if c.NumSamples() != 0 {
+		t.Fatalf("reset chunk has %d samples", c.NumSamples())
+	}
+	fresh := NewXORChunk()
+	for i := range 50 {
+		ts, v := int64(1000+i*10), float64(i%3)
+		c.Append(ts, v)
+		fresh.Append(ts, v)
+	}
+	if !bytes.Equal(c.Bytes(), fresh.Bytes()) {
+		t.Fatalf("reset chunk encodes differently:\n%x\n%x", c.Bytes(), fresh.Bytes())
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		c.Reset()
+		for i := range 120 {
+			c.Append(int64(i*15000), float64(i))
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Reset+Append allocated %v times", allocs)
+	}
+}

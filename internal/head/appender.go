@@ -114,6 +114,8 @@ func (a *appender) Commit() error {
 	if len(recs) == 0 {
 		return nil
 	}
+	h.commitMu.RLock()
+	defer h.commitMu.RUnlock()
 	if err := h.wal.Log(recs...); err != nil {
 		return fmt.Errorf("log to WAL: %w", err)
 	}
@@ -145,6 +147,7 @@ func (a *appender) Commit() error {
 	if dropped > 0 {
 		h.stats.samplesDropped.Add(dropped)
 	}
+	h.maybeCheckpoint()
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -33,6 +34,18 @@ type Options struct {
 	// two. More stripes mean fewer appenders waiting on one another at the
 	// cost of a map header per stripe.
 	Stripes int
+	// ReplayWorkers is how many goroutines apply samples during replay;
+	// 0 means one per CPU (GOMAXPROCS).
+	ReplayWorkers int
+	// CheckpointMinBytes is how much must be written to the WAL after a
+	// checkpoint before the next one is written. The next one also waits
+	// until the WAL has grown by the size of the last checkpoint, so that
+	// checkpoints never rewrite more than the WAL takes in and replay reads
+	// at most about twice what the head holds.
+	CheckpointMinBytes int64
+	// CheckpointOnClose writes a checkpoint on Close, so that the next
+	// Open reads compact chunks instead of replaying the WAL.
+	CheckpointOnClose bool
 	// Logger receives replay progress and problems; nil discards.
 	Logger *slog.Logger
 }
@@ -41,9 +54,11 @@ type Options struct {
 // otherwise.
 func DefaultOptions() Options {
 	return Options{
-		WAL:          wal.DefaultOptions(),
-		ChunkSamples: 120,
-		Stripes:      4096,
+		WAL:                wal.DefaultOptions(),
+		ChunkSamples:       120,
+		Stripes:            4096,
+		CheckpointMinBytes: 128 << 20,
+		CheckpointOnClose:  true,
 	}
 }
 
@@ -57,6 +72,19 @@ type Head struct {
 	index  *index
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
+
+	// commitMu is held shared by a commit from logging to applying its
+	// samples, and exclusively by a checkpoint while it starts a new WAL
+	// segment: then every record in earlier segments is in memory.
+	commitMu sync.RWMutex
+	// checkpointMu lets one checkpoint run at a time.
+	checkpointMu sync.Mutex
+	// checkpointWALBytes is the WAL's BytesWritten when the last
+	// checkpoint started, checkpointSize that checkpoint's size.
+	checkpointWALBytes atomic.Int64
+	checkpointSize     atomic.Int64
+	checkpointRunning  atomic.Bool
+	background         sync.WaitGroup
 
 	stats stats
 }
@@ -106,13 +134,9 @@ func Open(opts Options) (*Head, error) {
 		series: newStripeSeries(opts.Stripes),
 		index:  newIndex(),
 	}
-	start := time.Now()
 	if err := h.replay(); err != nil {
 		return nil, fmt.Errorf("replay WAL: %w", err)
 	}
-	h.stats.replayDurationNs.Store(int64(time.Since(start)))
-	logger.Info("WAL replayed", "dir", opts.WALDir, "series", h.stats.series.Load(),
-		"samples", h.stats.replayedSamples.Load(), "duration", time.Since(start))
 
 	walOpts := opts.WAL
 	if walOpts.Logger == nil {
@@ -126,9 +150,35 @@ func Open(opts Options) (*Head, error) {
 	return h, nil
 }
 
-// Close closes the WAL. Appenders must not be used after Close.
+// Close waits for a background checkpoint, writes a final one if so
+// configured, and closes the WAL. Appenders must not be used after Close.
 func (h *Head) Close() error {
-	return h.wal.Close()
+	h.background.Wait()
+	var err error
+	if h.opts.CheckpointOnClose {
+		err = h.Checkpoint()
+	}
+	return errors.Join(err, h.wal.Close())
+}
+
+// maybeCheckpoint starts a checkpoint in the background when the WAL has
+// grown enough since the last one.
+func (h *Head) maybeCheckpoint() {
+	grown := h.wal.BytesWritten() - h.checkpointWALBytes.Load()
+	if grown < max(h.opts.CheckpointMinBytes, h.checkpointSize.Load()) {
+		return
+	}
+	if !h.checkpointRunning.CompareAndSwap(false, true) {
+		return
+	}
+	h.background.Add(1)
+	go func() {
+		defer h.background.Done()
+		defer h.checkpointRunning.Store(false)
+		if err := h.Checkpoint(); err != nil {
+			h.logger.Error("checkpoint failed; the WAL keeps growing until one succeeds", "err", err)
+		}
+	}()
 }
 
 // Stats returns the head's counters.

@@ -62,6 +62,8 @@ func readAll(t *testing.T, q promstorage.Queryable, mint, maxt int64, ms ...*lab
 	return out
 }
 
+func sampleOf(t int64, v float64) storage.Sample { return storage.Sample{T: t, V: v} }
+
 func mustAppend(t *testing.T, app storage.Appender, lset labels.Labels, ts int64, v float64) {
 	t.Helper()
 	if _, err := app.Append(0, lset, storage.Sample{T: ts, V: v}); err != nil {

@@ -84,13 +84,15 @@ func (s *memSeries) append(t int64, v float64, chunkSamples int) {
 }
 
 // cut closes the open chunk, keeping an exact-size copy of its bytes so the
-// closed chunk holds no spare capacity, and starts a new, empty one.
+// closed chunk holds no spare capacity, and empties the open chunk for the
+// next samples, reusing its memory. Readers only ever see copies of the
+// open chunk's bytes, so none is affected.
 func (s *memSeries) cut() {
 	b := s.head.Bytes()
 	data := make([]byte, len(b))
 	copy(data, b)
 	s.chunks = append(s.chunks, memChunk{data: data, mint: s.headMint, maxt: s.maxt})
-	s.head = chunkenc.NewXORChunk()
+	s.head.Reset()
 }
 
 // mint returns the oldest timestamp of the series, math.MaxInt64 if it has
@@ -220,4 +222,14 @@ func (m *seriesHashMap) set(hash uint64, s *memSeries) {
 		m.conflicts = map[uint64][]*memSeries{}
 	}
 	m.conflicts[hash] = append(m.conflicts[hash], s)
+}
+
+// collect appends the series of by-ref stripe i to dst and returns it.
+func (s *stripeSeries) collect(i int, dst []*memSeries) []*memSeries {
+	s.locks[i].RLock()
+	for _, ms := range s.byRef[i] {
+		dst = append(dst, ms)
+	}
+	s.locks[i].RUnlock()
+	return dst
 }

@@ -44,37 +44,47 @@ func (d *Decoder) Series(rec []byte, dst []RefSeries) ([]RefSeries, error) {
 	dst = growRefSeries(dst, n)
 	for i := 0; i < n && b.err == nil; i++ {
 		ref := b.uvarint("series ref")
-		nl := b.count("label count", minLabelSize)
-		// Find every name and value first, then copy all of this series'
-		// label bytes into one string (one allocation) and slice it, so
-		// the labels own their memory instead of pointing into rec.
-		start := b.off
-		d.spans = d.spans[:0]
-		for j := 0; j < nl && b.err == nil; j++ {
-			var s labelSpan
-			name := b.bytes("label name", b.uvarint("label name length"))
-			s.nameEnd = b.off - start
-			s.nameStart = s.nameEnd - len(name)
-			value := b.bytes("label value", b.uvarint("label value length"))
-			s.valueEnd = b.off - start
-			s.valueStart = s.valueEnd - len(value)
-			d.spans = append(d.spans, s)
-		}
+		lset := d.labels(&b, rec)
 		if b.err != nil {
 			break
 		}
-		all := string(rec[start:b.off])
-		d.builder.Reset()
-		for _, s := range d.spans {
-			d.builder.Add(all[s.nameStart:s.nameEnd], all[s.valueStart:s.valueEnd])
-		}
-		dst = append(dst, RefSeries{Ref: storage.SeriesRef(ref), Labels: d.builder.Labels()})
+		dst = append(dst, RefSeries{Ref: storage.SeriesRef(ref), Labels: lset})
 	}
 	if err := b.end(); err != nil {
 		clear(dst[orig:])
 		return dst[:orig], err
 	}
 	return dst, nil
+}
+
+// labels decodes a label count and that many name/value pairs at b's
+// offset in rec.
+func (d *Decoder) labels(b *decbuf, rec []byte) labels.Labels {
+	nl := b.count("label count", minLabelSize)
+	// Find every name and value first, then copy all of this series' label
+	// bytes into one string (one allocation) and slice it, so the labels
+	// own their memory instead of pointing into rec.
+	start := b.off
+	d.spans = d.spans[:0]
+	for j := 0; j < nl && b.err == nil; j++ {
+		var s labelSpan
+		name := b.bytes("label name", b.uvarint("label name length"))
+		s.nameEnd = b.off - start
+		s.nameStart = s.nameEnd - len(name)
+		value := b.bytes("label value", b.uvarint("label value length"))
+		s.valueEnd = b.off - start
+		s.valueStart = s.valueEnd - len(value)
+		d.spans = append(d.spans, s)
+	}
+	if b.err != nil {
+		return labels.EmptyLabels()
+	}
+	all := string(rec[start:b.off])
+	d.builder.Reset()
+	for _, s := range d.spans {
+		d.builder.Add(all[s.nameStart:s.nameEnd], all[s.valueStart:s.valueEnd])
+	}
+	return d.builder.Labels()
 }
 
 // Samples decodes a Samples record, appends its samples to dst and returns

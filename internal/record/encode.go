@@ -17,14 +17,21 @@ func EncodeSeries(dst []byte, series []RefSeries) []byte {
 	for i := range series {
 		s := &series[i]
 		dst = binary.AppendUvarint(dst, uint64(s.Ref))
-		dst = binary.AppendUvarint(dst, uint64(s.Labels.Len()))
-		s.Labels.Range(func(l labels.Label) {
-			dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
-			dst = append(dst, l.Name...)
-			dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
-			dst = append(dst, l.Value...)
-		})
+		dst = appendLabels(dst, s.Labels)
 	}
+	return dst
+}
+
+// appendLabels appends a label count and the labels' names and values,
+// each as a uvarint length and its bytes.
+func appendLabels(dst []byte, lset labels.Labels) []byte {
+	dst = binary.AppendUvarint(dst, uint64(lset.Len()))
+	lset.Range(func(l labels.Label) {
+		dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
+		dst = append(dst, l.Name...)
+		dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
+		dst = append(dst, l.Value...)
+	})
 	return dst
 }
 

@@ -30,6 +30,9 @@ const (
 	Series Type = 1
 	// Samples records hold float samples of series introduced earlier.
 	Samples Type = 2
+	// ChunkSeries records make up a checkpoint: series with their ref,
+	// labels and compressed chunks.
+	ChunkSeries Type = 3
 )
 
 func (t Type) String() string {
@@ -38,6 +41,8 @@ func (t Type) String() string {
 		return "series"
 	case Samples:
 		return "samples"
+	case ChunkSeries:
+		return "chunk series"
 	default:
 		return fmt.Sprintf("unknown(%d)", uint8(t))
 	}
@@ -50,7 +55,7 @@ func Kind(rec []byte) Type {
 		return Unknown
 	}
 	switch t := Type(rec[0]); t {
-	case Series, Samples:
+	case Series, Samples, ChunkSeries:
 		return t
 	}
 	return Unknown

@@ -187,7 +187,8 @@ func TestKind(t *testing.T) {
 		{[]byte{0}, Unknown},
 		{[]byte{1}, Series},
 		{[]byte{2, 0}, Samples},
-		{[]byte{3}, Unknown},
+		{[]byte{3}, ChunkSeries},
+		{[]byte{4}, Unknown},
 		{[]byte{255}, Unknown},
 	}
 	for _, tc := range cases {

@@ -21,6 +21,7 @@ import (
 	"github.com/strata-db/strata/internal/api"
 	"github.com/strata-db/strata/internal/db"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
+	"github.com/strata-db/strata/internal/wal"
 )
 
 // Config is everything the server is run with.
@@ -31,7 +32,10 @@ type Config struct {
 	Version         string
 	ShutdownTimeout time.Duration
 
-	WALSegmentSize      int64
+	WALSegmentSize int64
+	// WALSync says when a write is acknowledged: once in the OS (survives
+	// a process crash) or once fsynced (survives power loss).
+	WALSync             wal.SyncPolicy
 	RemoteWriteMaxBytes int64
 
 	LookbackDelta       time.Duration
@@ -76,6 +80,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	dbOpts := db.DefaultOptions()
 	dbOpts.Dir = cfg.DataDir
 	dbOpts.Head.WAL.SegmentSize = cfg.WALSegmentSize
+	dbOpts.Head.WAL.Sync = cfg.WALSync
 	dbOpts.Logger = logger
 	store := db.Open(dbOpts)
 

@@ -17,8 +17,8 @@ var (
 	ErrRecordTooLarge = errors.New("WAL record too large")
 )
 
-// Reasons a record is bad. They are wrapped in a *CorruptionError, or
-// logged when a torn tail is cut off.
+// Reasons a record is bad, and errMissingSegment. They are the Err of a
+// CorruptionError.
 var (
 	errTornHeader     = errors.New("segment ends inside a record header")
 	errZeroLength     = errors.New("zero length (zero-filled tail)")
@@ -27,9 +27,10 @@ var (
 	errMissingSegment = errors.New("segment file missing")
 )
 
-// CorruptionError reports a record that cannot be read anywhere but at the
-// tail of the log, where the WAL treats a bad record as the end of the log
-// instead.
+// CorruptionError says where the log is damaged and how. Replay returns
+// one, as a *CorruptionError, for a segment missing from the sequence
+// (Offset is 0), and lists one in ReplayStats.Repairs for each bad record
+// it cut off.
 type CorruptionError struct {
 	Segment int   // segment number
 	Offset  int64 // byte offset of the bad record's frame in the segment

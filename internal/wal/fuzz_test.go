@@ -1,15 +1,15 @@
 package wal
 
 import (
-	"errors"
 	"os"
 	"testing"
 )
 
-// FuzzReplay replays arbitrary bytes as a segment. As the last segment they
-// must replay without error (a bad tail is cut off) and, once cut, replay
-// the same again; as an older segment they must replay cleanly or fail with
-// a *CorruptionError at the offset where the cut would have been.
+// FuzzReplay replays arbitrary bytes as a segment. They must replay
+// without error, a bad record and everything after it cut off, and once
+// cut, replay the same again with nothing to repair. Followed by a good
+// segment they must be cut the same way, and the good segment replayed in
+// full after them.
 func FuzzReplay(f *testing.F) {
 	good := segmentBytes(testRecords(5))
 	f.Add(good)
@@ -22,23 +22,34 @@ func FuzzReplay(f *testing.F) {
 		if err := os.WriteFile(segmentPath(dir, 0), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		count := func() (int, error) {
+		replay := func(from int) (int, ReplayStats) {
 			n := 0
-			err := Replay(dir, nil, func([]byte) error { n++; return nil })
-			return n, err
+			stats, err := Replay(dir, ReplayOptions{From: from}, func([]byte) error { n++; return nil })
+			if err != nil {
+				t.Fatalf("Replay: %v", err)
+			}
+			return n, stats
 		}
-		n1, err := count()
-		if err != nil {
-			t.Fatalf("Replay of a lone segment: %v", err)
-		}
+		n1, stats := replay(0)
 		cut := fileSize(t, segmentPath(dir, 0))
 		if cut > int64(len(data)) {
 			t.Fatalf("segment grew from %d to %d bytes", len(data), cut)
 		}
-		n2, err := count()
-		if err != nil || n2 != n1 || fileSize(t, segmentPath(dir, 0)) != cut {
-			t.Fatalf("second Replay: %d records, err %v, size %d; want %d records, no error, size %d",
-				n2, err, fileSize(t, segmentPath(dir, 0)), n1, cut)
+		repairs := 0
+		if cut < int64(len(data)) {
+			repairs = 1
+		}
+		if len(stats.Repairs) != repairs || stats.Bytes != cut || stats.DroppedBytes != int64(len(data))-cut ||
+			stats.Records != int64(n1) || stats.Segments != 1 {
+			t.Fatalf("stats %+v after cutting %d bytes to %d with %d records", stats, len(data), cut, n1)
+		}
+		if repairs == 1 && stats.Repairs[0].Offset != cut {
+			t.Fatalf("repair at offset %d, segment cut at %d", stats.Repairs[0].Offset, cut)
+		}
+		n2, stats := replay(0)
+		if n2 != n1 || len(stats.Repairs) != 0 || fileSize(t, segmentPath(dir, 0)) != cut {
+			t.Fatalf("second Replay: %d records, stats %+v, size %d; want %d records, no repairs, size %d",
+				n2, stats, fileSize(t, segmentPath(dir, 0)), n1, cut)
 		}
 
 		// The same bytes followed by a good segment.
@@ -49,19 +60,15 @@ func FuzzReplay(f *testing.F) {
 		if err := os.WriteFile(segmentPath(dir, 1), good, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		n3, err := count()
-		var cerr *CorruptionError
-		switch {
-		case err == nil:
-			if cut != int64(len(data)) || n3 != n1+5 {
-				t.Fatalf("clean replay of %d records, but the lone segment was cut from %d to %d bytes with %d records", n3, len(data), cut, n1)
-			}
-		case errors.As(err, &cerr):
-			if cerr.Segment != 0 || cerr.Offset != cut || n3 != n1 {
-				t.Fatalf("%v after %d records, want corruption in segment 0 at offset %d after %d records", err, n3, cut, n1)
-			}
-		default:
-			t.Fatalf("Replay: %v", err)
+		// From 1, they are not even read.
+		if n, _ := replay(1); n != 5 || fileSize(t, segmentPath(dir, 0)) != int64(len(data)) {
+			t.Fatalf("Replay from 1: %d records, segment 0 has %d bytes; want 5 and %d untouched",
+				n, fileSize(t, segmentPath(dir, 0)), len(data))
+		}
+		n3, stats := replay(0)
+		if n3 != n1+5 || len(stats.Repairs) != repairs || fileSize(t, segmentPath(dir, 0)) != cut {
+			t.Fatalf("%d records, stats %+v, segment 0 cut to %d; want %d records, %d repairs, cut to %d",
+				n3, stats, fileSize(t, segmentPath(dir, 0)), n1+5, repairs, cut)
 		}
 	})
 }

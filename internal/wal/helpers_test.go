@@ -28,15 +28,25 @@ func testRecords(n int) [][]byte {
 // replayAll replays dir and returns copies of its records.
 func replayAll(t testing.TB, dir string, logger *slog.Logger) [][]byte {
 	t.Helper()
+	got, _ := replayStats(t, dir, ReplayOptions{Logger: logger})
+	return got
+}
+
+// replayStats replays dir and returns copies of its records and the stats.
+func replayStats(t testing.TB, dir string, opts ReplayOptions) ([][]byte, ReplayStats) {
+	t.Helper()
 	var got [][]byte
-	err := Replay(dir, logger, func(rec []byte) error {
+	stats, err := Replay(dir, opts, func(rec []byte) error {
 		got = append(got, bytes.Clone(rec))
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("Replay: %v", err)
 	}
-	return got
+	if stats.Records != int64(len(got)) {
+		t.Errorf("stats count %d records, fn saw %d", stats.Records, len(got))
+	}
+	return got, stats
 }
 
 func checkRecords(t testing.TB, got, want [][]byte) {

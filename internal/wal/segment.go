@@ -41,8 +41,8 @@ type segmentFile struct {
 
 // listSegments returns the segments in dir in log order. A missing dir is
 // returned as an error wrapping fs.ErrNotExist.
-func listSegments(dir string) ([]segmentFile, error) {
-	entries, err := os.ReadDir(dir)
+func listSegments(fsys FS, dir string) ([]segmentFile, error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -62,15 +62,6 @@ func listSegments(dir string) ([]segmentFile, error) {
 	return segs, nil
 }
 
-// segmentWriter is what a segment needs of its file: an *os.File, or in
-// tests a wrapper that injects I/O errors.
-type segmentWriter interface {
-	WriteAt(p []byte, off int64) (int, error)
-	Truncate(size int64) error
-	Sync() error
-	Close() error
-}
-
 // segment is the file the WAL is appending to.
 //
 // num and f are immutable. size is guarded by the WAL's mu. The rest is
@@ -79,7 +70,7 @@ type segmentWriter interface {
 // with the file being closed.
 type segment struct {
 	num int
-	f   segmentWriter
+	f   File
 
 	// size is the length of the whole records in the file: where the next
 	// write goes, and where the file is cut back to after a failed write.
@@ -92,34 +83,22 @@ type segment struct {
 
 // createSegment creates segment n in dir and fsyncs dir, so that a segment
 // Log has written to cannot vanish with the directory entry in a crash.
-func createSegment(dir string, n int) (*segment, error) {
+func createSegment(fsys FS, dir string, n int) (*segment, error) {
 	path := filepath.Join(dir, segmentName(n))
 	// O_EXCL: a segment is never created over an existing one, which would
 	// destroy records, for example if two processes share the directory.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create WAL segment %d: %w", n, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(fsys, dir); err != nil {
 		// Remove the file again so that the next attempt, which uses the
 		// same number, can create it.
 		f.Close()
-		os.Remove(path)
+		fsys.Remove(path)
 		return nil, fmt.Errorf("create WAL segment %d: %w", n, err)
 	}
 	return &segment{num: n, f: f}, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // sync fsyncs the segment. Once an fsync has failed, it returns that error

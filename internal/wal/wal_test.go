@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -161,7 +164,7 @@ func TestConcurrentLog(t *testing.T) {
 	seen := make(map[string]bool)
 	next := make([]int, writers) // next call number expected from each writer
 	nextRec := make([]int, writers)
-	err = Replay(dir, nil, func(rec []byte) error {
+	_, err = Replay(dir, ReplayOptions{}, func(rec []byte) error {
 		var g, i, j int
 		if _, err := fmt.Sscanf(string(rec), "%d/%d/%d", &g, &i, &j); err != nil {
 			return fmt.Errorf("record %q: %v", rec, err)
@@ -208,6 +211,12 @@ func TestClosed(t *testing.T) {
 	}
 	if err := w.Sync(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Sync after Close: err = %v, want ErrClosed", err)
+	}
+	if _, err := w.NextSegment(); !errors.Is(err, ErrClosed) {
+		t.Errorf("NextSegment after Close: err = %v, want ErrClosed", err)
+	}
+	if err := w.Truncate(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("Truncate after Close: err = %v, want ErrClosed", err)
 	}
 	if err := w.Close(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Close: err = %v, want ErrClosed", err)
@@ -271,4 +280,200 @@ func TestSegmentsIgnoresOtherFiles(t *testing.T) {
 		t.Fatalf("Segments = %d, %d, %v; want 0, 0, nil", first, last, err)
 	}
 	checkRecords(t, replayAll(t, dir, nil), [][]byte{[]byte("a")})
+}
+
+func TestOpenRejectsUnknownSyncPolicy(t *testing.T) {
+	if _, err := Open(t.TempDir(), Options{Sync: SyncAlways + 1}); err == nil {
+		t.Fatal("Open with an unknown sync policy succeeded")
+	}
+}
+
+func TestParseSyncPolicy(t *testing.T) {
+	for _, p := range []SyncPolicy{SyncNever, SyncAlways} {
+		got, err := ParseSyncPolicy(p.String())
+		if err != nil || got != p {
+			t.Errorf("ParseSyncPolicy(%q) = %v, %v; want %v", p.String(), got, err, p)
+		}
+	}
+	if SyncNever.String() != "never" || SyncAlways.String() != "always" || SyncPolicy(7).String() != "SyncPolicy(7)" {
+		t.Errorf("String() = %q, %q, %q", SyncNever, SyncAlways, SyncPolicy(7))
+	}
+	for _, s := range []string{"", "Always", "sometimes"} {
+		if _, err := ParseSyncPolicy(s); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", s)) {
+			t.Errorf("ParseSyncPolicy(%q): err = %v, want one naming the value", s, err)
+		}
+	}
+}
+
+// SyncAlways logs the same records as SyncNever, across segments and from
+// concurrent callers. (Its fsyncs are counted in groupcommit_test.go.)
+func TestSyncAlwaysLogs(t *testing.T) {
+	dir := t.TempDir()
+	want := testRecords(50)
+	logAll(t, dir, Options{Sync: SyncAlways, SegmentSize: 300}, want)
+	checkRecords(t, replayAll(t, dir, nil), want)
+}
+
+func TestNextSegment(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// The current segment is empty: it is the next one already.
+	if n, err := w.NextSegment(); err != nil || n != 0 {
+		t.Fatalf("NextSegment on an empty segment = %d, %v; want 0", n, err)
+	}
+	recs := testRecords(6)
+	var bounds []int // bounds[i]: NextSegment after record i
+	for i, r := range recs {
+		if err := w.Log(r); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			n, err := w.NextSegment()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bounds = append(bounds, n)
+		}
+	}
+	if !slices.Equal(bounds, []int{1, 2, 3}) {
+		t.Fatalf("NextSegment returned %v, want [1 2 3]", bounds)
+	}
+	if first, last, err := w.Segments(); err != nil || first != 0 || last != 3 {
+		t.Fatalf("Segments() = %d, %d, %v; want 0, 3", first, last, err)
+	}
+	if err := w.Log([]byte("in 3")); err != nil {
+		t.Fatal(err)
+	}
+	// Replaying from each bound gives the records logged after it, which
+	// is what a checkpoint at that bound must be completed with.
+	for i, n := range bounds {
+		got, _ := replayStats(t, copyDir(t, dir), ReplayOptions{From: n})
+		checkRecords(t, got, append(slices.Clone(recs[2*(i+1):]), []byte("in 3")))
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 4 {
+		if err := w.Log(testRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.NextSegment(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Segments 0..3 hold a record each; 4 is being written.
+	check := func(wantFirst int) {
+		t.Helper()
+		if first, last, err := w.Segments(); err != nil || first != wantFirst || last != 4 {
+			t.Fatalf("Segments() = %d, %d, %v; want %d, 4", first, last, err, wantFirst)
+		}
+		got, _ := replayStats(t, copyDir(t, dir), ReplayOptions{From: wantFirst})
+		checkRecords(t, got, testRecords(4)[wantFirst:])
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	check(0)
+	if err := w.Truncate(2); err != nil {
+		t.Fatal(err)
+	}
+	check(2)
+	if err := w.Truncate(2); err != nil {
+		t.Fatalf("Truncate again: %v", err)
+	}
+	check(2)
+	// Never the segment being written, however far before reaches.
+	if err := w.Truncate(100); err != nil {
+		t.Fatal(err)
+	}
+	check(4)
+	if err := w.Log([]byte("still writing")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, replayAll(t, dir, nil), [][]byte{[]byte("still writing")})
+}
+
+// NextSegment keeps its promise while other goroutines log: every record
+// of a Log call that returned before NextSegment was called is below the
+// segment it returns.
+func TestNextSegmentConcurrentLog(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, calls = 4, 300
+	// returned[g] is the number of calls writer g has seen return.
+	var returned [writers]atomic.Int64
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range calls {
+				if err := w.Log(fmt.Appendf(nil, "%d/%d", g, i)); err != nil {
+					t.Error(err)
+					return
+				}
+				returned[g].Add(1)
+			}
+		})
+	}
+	type bound struct {
+		seg      int
+		returned [writers]int64
+	}
+	var bounds []bound
+	for range 20 {
+		var b bound
+		for g := range writers {
+			b.returned[g] = returned[g].Load()
+		}
+		if b.seg, err = w.NextSegment(); err != nil {
+			t.Fatal(err)
+		}
+		bounds = append(bounds, b)
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// segOf[g][i] is the segment that holds call i of writer g.
+	var segOf [writers][calls]int
+	for n := 0; ; n++ {
+		if _, err := os.Stat(segmentPath(dir, n)); err != nil {
+			break
+		}
+		_, err := Replay(dir, ReplayOptions{From: n}, func(rec []byte) error {
+			var g, i int
+			if _, err := fmt.Sscanf(string(rec), "%d/%d", &g, &i); err != nil {
+				return err
+			}
+			segOf[g][i] = n // the highest From that still sees it is its segment
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range bounds {
+		for g := range writers {
+			for i := range b.returned[g] {
+				if segOf[g][i] >= b.seg {
+					t.Fatalf("call %d of writer %d returned before NextSegment returned %d, but is in segment %d", i, g, b.seg, segOf[g][i])
+				}
+			}
+		}
+	}
 }

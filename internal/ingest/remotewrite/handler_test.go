@@ -3,10 +3,12 @@ package remotewrite
 import (
 	"bytes"
 	"context"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/wal/walfault"
 )
 
 func newTestHead(t testing.TB) *head.Head {
@@ -277,5 +280,64 @@ func TestUnsortedLabels(t *testing.T) {
 	}
 	if got := stored(t, hd); got[`{__name__="m", job="j"}`] != 2 {
 		t.Fatalf("stored %v", got)
+	}
+}
+
+// TestDiskFull checks that a write the WAL cannot take gets a retryable
+// 500, stores nothing, and that writes succeed again once space returns,
+// with exactly the acknowledged samples surviving a restart.
+func TestDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	faults := walfault.New(nil)
+	opts := head.DefaultOptions()
+	opts.WALDir = dir
+	opts.Stripes = 16
+	opts.WAL.FS = faults
+	opts.CheckpointOnClose = false
+	hd, err := head.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(hd, DefaultOptions())
+	req := func(ts int64) []byte {
+		return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+			{Labels: []prompb.Label{{Name: "__name__", Value: "m"}}, Samples: []prompb.Sample{{Timestamp: ts, Value: 1}}},
+			{Labels: []prompb.Label{{Name: "__name__", Value: "new_during_outage"}}, Samples: []prompb.Sample{{Timestamp: ts, Value: 1}}},
+		}})
+	}
+	if w := post(h, req(1), nil); w.Code != http.StatusNoContent {
+		t.Fatalf("status %d: %s", w.Code, w.Body.String())
+	}
+
+	faults.FailWritesPartially(syscall.ENOSPC)
+	for _, ts := range []int64{2, 3} {
+		w := post(h, req(ts), nil)
+		if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "no space left") {
+			t.Fatalf("disk full: status %d, body %q; want 500 naming the cause", w.Code, w.Body.String())
+		}
+	}
+	if got := stored(t, hd); got[`{__name__="m"}`] != 1 || len(got) != 2 {
+		t.Fatalf("samples of failed writes are visible: %v", got)
+	}
+
+	faults.Heal()
+	if w := post(h, req(4), nil); w.Code != http.StatusNoContent {
+		t.Fatalf("after space returned: status %d: %s", w.Code, w.Body.String())
+	}
+	want := map[string]int{`{__name__="m"}`: 2, `{__name__="new_during_outage"}`: 2}
+	if got := stored(t, hd); !maps.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+	if err := hd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.WAL.FS = nil
+	hd2, err := head.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd2.Close()
+	if got := stored(t, hd2); !maps.Equal(got, want) {
+		t.Fatalf("after restart stored %v, want %v", got, want)
 	}
 }

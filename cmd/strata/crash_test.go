@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// TestCrashUnderWriteLoad kills the server with SIGKILL at random moments
+// while writers are sending, restarts it, and checks that every sample
+// whose request was acknowledged (204) is there. Samples of requests in
+// flight at the kill may or may not be there; nothing else may be.
+func TestCrashUnderWriteLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server")
+	}
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	s.start()
+
+	const (
+		writers = 3
+		series  = 20 // per writer
+		rounds  = 4
+	)
+	// acked[w] is the number of batches writer w has had acknowledged;
+	// batch b of writer w holds sample b (timestamp b*1000, value b) of
+	// each of its series.
+	acked := make([]atomic.Int64, writers)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range rounds {
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for b := int(acked[w].Load()); ; b++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					code, err := s.tryWrite(crashBatch(w, series, b))
+					if err != nil || code != http.StatusNoContent {
+						// The server is gone (or refused): this batch is
+						// not acknowledged, stop writing.
+						return
+					}
+					acked[w].Store(int64(b + 1))
+				}
+			}()
+		}
+		// Kill after a random number of acknowledged batches, while the
+		// writers are still sending.
+		target := 5 + rng.IntN(40)
+		deadline := time.Now().Add(30 * time.Second)
+		for total(acked) < int64(target*(round+1)) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		s.kill()
+		close(stop)
+		wg.Wait()
+		t.Logf("round %d: killed with %d batches acknowledged in all", round, total(acked))
+		s.start()
+
+		for w := range writers {
+			for i := range series {
+				got := s.countSamples(fmt.Sprintf(`crash_test{w="%d",s="%d"}`, w, i))
+				n := int(acked[w].Load())
+				if got < n {
+					t.Fatalf("round %d: writer %d series %d has %d samples, %d were acknowledged", round, w, i, got, n)
+				}
+				if got > n+1 {
+					t.Fatalf("round %d: writer %d series %d has %d samples, at most %d were sent", round, w, i, got, n+1)
+				}
+			}
+			// A batch in flight at the kill may have landed: continue
+			// after it so that timestamps keep increasing.
+			acked[w].Store(int64(s.countSamples(fmt.Sprintf(`crash_test{w="%d",s="0"}`, w))))
+		}
+	}
+}
+
+func total(xs []atomic.Int64) (n int64) {
+	for i := range xs {
+		n += xs[i].Load()
+	}
+	return n
+}
+
+func crashBatch(w, series, b int) *prompb.WriteRequest {
+	req := &prompb.WriteRequest{}
+	for i := range series {
+		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{
+			Labels: []prompb.Label{
+				{Name: "__name__", Value: "crash_test"},
+				{Name: "s", Value: strconv.Itoa(i)},
+				{Name: "w", Value: strconv.Itoa(w)},
+			},
+			Samples: []prompb.Sample{{Timestamp: int64(b) * 1000, Value: float64(b)}},
+		})
+	}
+	return req
+}
+
+// countSamples returns how many samples the series has, through PromQL.
+func (s *proc) countSamples(selector string) int {
+	s.t.Helper()
+	code, body := s.get("/api/v1/query", url.Values{
+		"query": {fmt.Sprintf("count_over_time(%s[1d])", selector)},
+		"time":  {"86399"},
+	})
+	if code != http.StatusOK {
+		s.t.Fatalf("query %s: %d %s", selector, code, body)
+	}
+	var resp struct {
+		Data vectorResult `json:"data"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		s.t.Fatal(err)
+	}
+	if len(resp.Data.Result) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(resp.Data.Result[0].Value[1].(string))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,216 @@
+package head
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/strata-db/strata/internal/record"
+	"github.com/strata-db/strata/internal/wal"
+)
+
+// A checkpoint is the head's series and chunks written out at one point in
+// the WAL: the directory checkpoint.N inside the WAL directory, itself
+// written in the WAL's format (CRC-checked records, here ChunkSeries
+// records), holds everything that WAL segments numbered below N held. Once
+// it is complete those segments are deleted, so replay reads the compact
+// chunks of the checkpoint plus only the segments since, and restart time
+// is bounded by what the head holds, not by uptime.
+//
+// A checkpoint is written to checkpoint.N.tmp and renamed when complete, so
+// a crash while writing one leaves the previous checkpoint and its
+// segments in place.
+
+const (
+	checkpointPrefix = "checkpoint."
+	checkpointTmp    = ".tmp"
+	// checkpointRecordBytes is the size at which a ChunkSeries record is
+	// cut: large enough that framing costs nothing, small enough that
+	// replay's read buffer and the writer's encode buffer stay small.
+	checkpointRecordBytes = 1 << 20
+)
+
+// Checkpoint writes a checkpoint of the head and deletes the WAL segments
+// and older checkpoints it covers. It is safe to call while appenders
+// commit; one checkpoint runs at a time.
+func (h *Head) Checkpoint() error {
+	h.checkpointMu.Lock()
+	defer h.checkpointMu.Unlock()
+
+	// With commitMu held no commit is between logging and applying its
+	// samples, so everything in segments below n is in memory.
+	h.commitMu.Lock()
+	walBytes := h.wal.BytesWritten()
+	n, err := h.wal.NextSegment()
+	h.commitMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("checkpoint: start WAL segment: %w", err)
+	}
+
+	dir := filepath.Join(h.opts.WALDir, checkpointPrefix+fmt.Sprintf("%08d", n))
+	size, err := h.writeCheckpoint(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if err := h.wal.Truncate(n); err != nil {
+		return fmt.Errorf("checkpoint: delete WAL segments below %d: %w", n, err)
+	}
+	if err := removeCheckpointsBefore(h.opts.WALDir, n); err != nil {
+		return err
+	}
+	h.checkpointWALBytes.Store(walBytes)
+	h.checkpointSize.Store(size)
+	h.logger.Info("checkpoint written", "dir", dir, "bytes", size)
+	return nil
+}
+
+// writeCheckpoint writes every series to dir, through a temporary
+// directory, and returns the bytes written.
+func (h *Head) writeCheckpoint(dir string) (int64, error) {
+	tmp := dir + checkpointTmp
+	if err := os.RemoveAll(tmp); err != nil {
+		return 0, err
+	}
+	w, err := wal.Open(tmp, wal.Options{SegmentSize: math.MaxInt32, Logger: h.logger, FS: h.opts.WAL.FS})
+	if err != nil {
+		return 0, err
+	}
+	var (
+		batch []record.RefChunkSeries
+		buf   []byte
+		size  int
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		buf = record.EncodeChunkSeries(buf[:0], batch)
+		clear(batch)
+		batch, size = batch[:0], 0
+		return w.Log(buf)
+	}
+	var series []*memSeries
+	for i := range h.series.byRef {
+		series = h.series.collect(i, series[:0])
+		for _, s := range series {
+			cs := s.checkpointEntry()
+			batch = append(batch, cs)
+			size += int(s.lset.ByteSize())
+			for _, c := range cs.Chunks {
+				size += len(c.Data) + 16
+			}
+			if size >= checkpointRecordBytes {
+				if err := flush(); err != nil {
+					w.Close()
+					return 0, err
+				}
+			}
+		}
+		clear(series)
+	}
+	if err := flush(); err != nil {
+		w.Close()
+		return 0, err
+	}
+	written := w.BytesWritten()
+	if err := w.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return 0, err
+	}
+	return written, syncDir(h.opts.WALDir)
+}
+
+// checkpointEntry returns the series as a checkpoint holds it.
+func (s *memSeries) checkpointEntry() record.RefChunkSeries {
+	cs := record.RefChunkSeries{Ref: s.ref, Labels: s.lset}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	chunks := s.chunks
+	if s.head != nil {
+		// The open chunk's bytes change with every append: copy them.
+		chunks = append(chunks[:len(chunks):len(chunks)], memChunk{
+			data: append([]byte(nil), s.head.Bytes()...), mint: s.headMint, maxt: s.maxt,
+		})
+	}
+	cs.Chunks = make([]record.RefChunk, len(chunks))
+	for i, c := range chunks {
+		cs.Chunks[i] = record.RefChunk{Encoding: record.EncXOR, MinT: c.mint, MaxT: c.maxt, Data: c.data}
+	}
+	cs.LastV = s.lastV
+	return cs
+}
+
+// lastCheckpoint returns the newest complete checkpoint in walDir and the
+// segment number it covers up to, or "" and 0 if there is none. It removes
+// temporary checkpoints left by a crash.
+func lastCheckpoint(walDir string) (string, int, error) {
+	entries, err := os.ReadDir(walDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	dir, last := "", -1
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, checkpointPrefix) || !e.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(name, checkpointTmp) {
+			if err := os.RemoveAll(filepath.Join(walDir, name)); err != nil {
+				return "", 0, err
+			}
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(name, checkpointPrefix))
+		if err != nil || n < 0 {
+			continue
+		}
+		if n > last {
+			dir, last = filepath.Join(walDir, name), n
+		}
+	}
+	if last < 0 {
+		return "", 0, nil
+	}
+	return dir, last, nil
+}
+
+// removeCheckpointsBefore deletes the checkpoints that cover less than
+// segment n.
+func removeCheckpointsBefore(walDir string, n int) error {
+	entries, err := os.ReadDir(walDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, checkpointPrefix) || strings.HasSuffix(name, checkpointTmp) {
+			continue
+		}
+		if m, err := strconv.Atoi(strings.TrimPrefix(name, checkpointPrefix)); err == nil && m < n {
+			if err := os.RemoveAll(filepath.Join(walDir, name)); err != nil {
+				return fmt.Errorf("remove old checkpoint: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// syncDir makes a rename or deletion in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

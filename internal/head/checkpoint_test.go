@@ -1,0 +1,193 @@
+package head
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// writeBatches appends batches of one sample per series, timestamps from
+// t0 on, and returns what it wrote.
+func writeBatches(t *testing.T, h *Head, nseries, batches int, t0 int64, want map[string][]sample) {
+	t.Helper()
+	for b := range batches {
+		app := h.Appender(context.Background())
+		for i := range nseries {
+			lset := labels.FromStrings("__name__", "m", "i", fmt.Sprint(i))
+			ts, v := t0+int64(b)*1000, float64(i*b)
+			mustAppend(t, app, lset, ts, v)
+			want[lset.String()] = append(want[lset.String()], sample{ts, v})
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func walEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestCheckpointThenReplay checkpoints mid-way, writes more, "crashes"
+// (closes without a final checkpoint) and expects everything back from the
+// checkpoint plus the later segments, with the covered segments gone.
+func TestCheckpointThenReplay(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.CheckpointOnClose = false
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]sample{}
+	// 150 samples per series: the checkpoint holds a closed and an open
+	// chunk per series.
+	writeBatches(t, h, 30, 150, 0, want)
+	if err := h.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	writeBatches(t, h, 30, 50, 150_000, want)
+	// A new series after the checkpoint, only in the WAL.
+	writeBatches(t, h, 31, 1, 200_000, want)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	names := walEntries(t, dir)
+	cps := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !strings.HasPrefix(n, checkpointPrefix) })
+	if len(cps) != 1 {
+		t.Fatalf("want one checkpoint, have %v", names)
+	}
+	if slices.Contains(names, "00000000") {
+		t.Fatalf("segment covered by the checkpoint was not deleted: %v", names)
+	}
+
+	for _, workers := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			opts.ReplayWorkers = workers
+			h2, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h2.Close()
+			assertEqual(t, readAll(t, h2, math.MinInt64, math.MaxInt64, all), want)
+			// Appends continue after the restored chunks, and duplicates of
+			// the last restored sample are still recognised.
+			app := h2.Appender(context.Background())
+			lset := labels.FromStrings("__name__", "m", "i", "3")
+			last := want[lset.String()][len(want[lset.String()])-1]
+			mustAppend(t, app, lset, last.t, last.v)
+			if _, err := app.Append(0, lset, sampleOf(last.t, last.v+1)); err == nil {
+				t.Fatal("different value at the last restored timestamp accepted")
+			}
+			app.Rollback()
+		})
+	}
+}
+
+// TestCloseCheckpointsAndTruncates checks that a clean close leaves a
+// checkpoint and no segment with data before it, and that restarting many
+// times neither loses nor duplicates samples.
+func TestCloseCheckpointsAndTruncates(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string][]sample{}
+	for round := range 4 {
+		h := openTestHead(t, dir)
+		assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
+		writeBatches(t, h, 10, 30, int64(round)*100_000, want)
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var segs int
+		for _, n := range walEntries(t, dir) {
+			if !strings.HasPrefix(n, checkpointPrefix) {
+				segs++
+				if st, err := os.Stat(filepath.Join(dir, n)); err != nil || st.Size() != 0 {
+					t.Fatalf("round %d: segment %s left with data after a clean close", round, n)
+				}
+			}
+		}
+		if segs > 1 {
+			t.Fatalf("round %d: %d segments left", round, segs)
+		}
+	}
+	h := openTestHead(t, dir)
+	defer h.Close()
+	assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
+}
+
+// TestInterruptedCheckpointIgnored checks that a temporary checkpoint left
+// by a crash is removed and the data still comes from the WAL.
+func TestInterruptedCheckpointIgnored(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.CheckpointOnClose = false
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]sample{}
+	writeBatches(t, h, 5, 10, 0, want)
+	h.Close()
+	junk := filepath.Join(dir, checkpointPrefix+"00000009"+checkpointTmp)
+	if err := os.MkdirAll(junk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(junk, "00000000"), []byte("half a checkpoint"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	assertEqual(t, readAll(t, h2, math.MinInt64, math.MaxInt64, all), want)
+	if _, err := os.Stat(junk); !os.IsNotExist(err) {
+		t.Fatalf("temporary checkpoint not removed: %v", err)
+	}
+}
+
+// TestCheckpointTriggeredByWALGrowth checks that commits start a
+// checkpoint once the WAL has grown past the bound.
+func TestCheckpointTriggeredByWALGrowth(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.CheckpointMinBytes = 64 << 10
+	opts.CheckpointOnClose = false
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]sample{}
+	writeBatches(t, h, 100, 100, 0, want) // about 1.5 MB of WAL
+	h.background.Wait()
+	if h.checkpointSize.Load() == 0 {
+		t.Fatal("no checkpoint written")
+	}
+	h.Close()
+	h2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	assertEqual(t, readAll(t, h2, math.MinInt64, math.MaxInt64, all), want)
+}

@@ -1,0 +1,117 @@
+package record
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// ChunkEncoding says how a chunk's bytes are encoded. Values are part of
+// the on-disk format: never renumber them.
+type ChunkEncoding uint8
+
+// EncXOR is internal/chunkenc's XOR float chunk.
+const EncXOR ChunkEncoding = 1
+
+// RefChunkSeries is a series as a checkpoint holds it.
+type RefChunkSeries struct {
+	Ref    storage.SeriesRef
+	Labels labels.Labels
+	// LastV is the value of the newest sample, so that duplicate checks
+	// after a restart need not decode the last chunk. Meaningless when
+	// there are no chunks.
+	LastV  float64
+	Chunks []RefChunk // oldest first, not overlapping
+}
+
+// RefChunk is one compressed chunk of a series.
+type RefChunk struct {
+	Encoding   ChunkEncoding
+	MinT, MaxT int64 // inclusive, milliseconds
+	Data       []byte
+}
+
+// Minimum encoded sizes of a chunk series and a chunk.
+const (
+	minChunkSeriesSize = 1 + 1 + 8 + 1 // ref, label count, last value, chunk count
+	minChunkSize       = 1 + 1 + 1 + 1 // encoding, min time, time span, length
+)
+
+// EncodeChunkSeries appends a ChunkSeries record holding series to dst and
+// returns the extended slice. Per series: ref, labels as in a Series
+// record, the last value's 8 bytes, a chunk count and per chunk its
+// encoding byte, min time (varint), max time minus min time (uvarint), and
+// its length-prefixed bytes.
+func EncodeChunkSeries(dst []byte, series []RefChunkSeries) []byte {
+	dst = append(dst, byte(ChunkSeries))
+	dst = binary.AppendUvarint(dst, uint64(len(series)))
+	for i := range series {
+		s := &series[i]
+		dst = binary.AppendUvarint(dst, uint64(s.Ref))
+		dst = appendLabels(dst, s.Labels)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(s.LastV))
+		dst = binary.AppendUvarint(dst, uint64(len(s.Chunks)))
+		for _, c := range s.Chunks {
+			dst = append(dst, byte(c.Encoding))
+			dst = binary.AppendVarint(dst, c.MinT)
+			dst = binary.AppendUvarint(dst, uint64(c.MaxT-c.MinT))
+			dst = binary.AppendUvarint(dst, uint64(len(c.Data)))
+			dst = append(dst, c.Data...)
+		}
+	}
+	return dst
+}
+
+// ChunkSeries decodes a ChunkSeries record, appends its series to dst and
+// returns the extended slice. On error it returns dst unchanged in length
+// and an error wrapping ErrCorrupt.
+//
+// Nothing returned aliases rec. The chunk bytes of one series share one
+// allocation.
+func (d *Decoder) ChunkSeries(rec []byte, dst []RefChunkSeries) ([]RefChunkSeries, error) {
+	orig := len(dst)
+	b := decbuf{b: rec}
+	b.header(ChunkSeries)
+	n := b.count("series count", minChunkSeriesSize)
+	for i := 0; i < n && b.err == nil; i++ {
+		s := RefChunkSeries{Ref: storage.SeriesRef(b.uvarint("series ref"))}
+		s.Labels = d.labels(&b, rec)
+		s.LastV = math.Float64frombits(b.uint64le("last value"))
+		nc := b.count("chunk count", minChunkSize)
+		if b.err != nil {
+			break
+		}
+		s.Chunks = make([]RefChunk, 0, nc)
+		// Slice each chunk's bytes from rec first, then copy them all into
+		// one allocation.
+		size := 0
+		for j := 0; j < nc && b.err == nil; j++ {
+			c := RefChunk{Encoding: ChunkEncoding(b.byte("chunk encoding"))}
+			c.MinT = b.varint("chunk min time")
+			c.MaxT = c.MinT + int64(b.uvarint("chunk time span"))
+			c.Data = b.bytes("chunk data", b.uvarint("chunk length"))
+			size += len(c.Data)
+			s.Chunks = append(s.Chunks, c)
+		}
+		if b.err != nil {
+			break
+		}
+		if size > 0 {
+			slab := make([]byte, 0, size)
+			for j := range s.Chunks {
+				from := len(slab)
+				slab = append(slab, s.Chunks[j].Data...)
+				s.Chunks[j].Data = slab[from:len(slab):len(slab)]
+			}
+		}
+		dst = append(dst, s)
+	}
+	if err := b.end(); err != nil {
+		clear(dst[orig:])
+		return dst[:orig], err
+	}
+	return dst, nil
+}
