@@ -138,7 +138,7 @@ func (a *appender) Commit() error {
 				dropped++
 				continue
 			}
-			s.append(smpl.T, smpl.V, chunkSamples)
+			s.append(smpl.T, smpl.V, chunkSamples, &h.arena)
 			appended++
 		}
 		s.mu.Unlock()

@@ -70,6 +70,7 @@ type Head struct {
 
 	series *stripeSeries
 	index  *index
+	arena  chunkArena
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
 

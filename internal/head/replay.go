@@ -230,7 +230,7 @@ func (w *replayWorker) run() {
 				// checkpoint already holds.
 				w.rejected++
 			} else if !dup {
-				s.append(rs.T, rs.V, chunkSamples)
+				s.append(rs.T, rs.V, chunkSamples, &w.h.arena)
 				w.appended++
 			}
 			s.mu.Unlock()

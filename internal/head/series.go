@@ -68,14 +68,15 @@ func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err er
 	}
 }
 
-// append adds a sample that appendable accepted. It cuts a new chunk when
-// the open one holds chunkSamples samples. mu must be held.
-func (s *memSeries) append(t int64, v float64, chunkSamples int) {
+// append adds a sample that appendable accepted. It cuts a new chunk, the
+// closed one's bytes going to arena, when the open one holds chunkSamples
+// samples. mu must be held.
+func (s *memSeries) append(t int64, v float64, chunkSamples int, arena *chunkArena) {
 	if s.head == nil {
 		s.head = chunkenc.NewXORChunk()
 		s.headMint = t
 	} else if s.head.NumSamples() >= chunkSamples {
-		s.cut()
+		s.cut(arena)
 		s.headMint = t
 	}
 	s.head.Append(t, v)
@@ -83,14 +84,11 @@ func (s *memSeries) append(t int64, v float64, chunkSamples int) {
 	s.lastV = v
 }
 
-// cut closes the open chunk, keeping an exact-size copy of its bytes so the
-// closed chunk holds no spare capacity, and empties the open chunk for the
-// next samples, reusing its memory. Readers only ever see copies of the
-// open chunk's bytes, so none is affected.
-func (s *memSeries) cut() {
-	b := s.head.Bytes()
-	data := make([]byte, len(b))
-	copy(data, b)
+// cut closes the open chunk, copying its bytes into arena, and empties the
+// open chunk for the next samples, reusing its memory. Readers only ever
+// see copies of the open chunk's bytes, so none is affected.
+func (s *memSeries) cut(arena *chunkArena) {
+	data := arena.copy(s.head.Bytes())
 	s.chunks = append(s.chunks, memChunk{data: data, mint: s.headMint, maxt: s.maxt})
 	s.head.Reset()
 }
