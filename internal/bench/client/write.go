@@ -1,0 +1,78 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/strata-db/strata/internal/bench/workload"
+)
+
+// Writer sends remote-write requests to one URL. It is safe for
+// concurrent use.
+type Writer struct {
+	url      string
+	protocol workload.Protocol
+	http     *http.Client
+}
+
+// NewWriter returns a writer to url in protocol p.
+func NewWriter(url string, p workload.Protocol, hc *http.Client) *Writer {
+	return &Writer{url: url, protocol: p, http: hc}
+}
+
+// WriteResult is the outcome of one request.
+type WriteResult struct {
+	Status int
+	// Written is the server's X-Prometheus-Remote-Write-Samples-Written
+	// header, or -1 when it sent none (1.0 servers need not).
+	Written int
+	Latency time.Duration
+	// Body is the start of an error response, for the report.
+	Body string
+}
+
+// maxErrorBody bounds how much of an error response is kept: enough for
+// the server's reason, not a dump of every rejected sample.
+const maxErrorBody = 512
+
+// Write posts one snappy-compressed body. The latency runs from sending
+// the request to having read the whole response. An error means no
+// response came (connection refused, timeout, cancelled).
+func (w *Writer) Write(ctx context.Context, body []byte) (WriteResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return WriteResult{}, err
+	}
+	req.Header.Set("Content-Type", w.protocol.ContentType())
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", w.protocol.Version())
+	req.Header.Set("User-Agent", "strata-bench")
+	start := time.Now()
+	resp, err := w.http.Do(req)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	res := WriteResult{Status: resp.StatusCode, Written: -1}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		res.Body = string(b)
+	}
+	// Drain the body so the connection is reused.
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	res.Latency = time.Since(start)
+	if err != nil {
+		return res, fmt.Errorf("read response: %w", err)
+	}
+	if h := resp.Header.Get("X-Prometheus-Remote-Write-Samples-Written"); h != "" {
+		if n, err := strconv.Atoi(h); err == nil && n >= 0 {
+			res.Written = n
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,168 @@
+package proc
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSplitCommand(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{in: "strata --data-dir {data}", want: []string{"strata", "--data-dir", "{data}"}},
+		{in: "  a\tb  \n c ", want: []string{"a", "b", "c"}},
+		{in: `prometheus '--config.file=/tmp/my conf.yml' "--storage.tsdb.path={data}"`, want: []string{"prometheus", "--config.file=/tmp/my conf.yml", "--storage.tsdb.path={data}"}},
+		{in: `a "x \"y\" \\ \n" b`, want: []string{"a", `x "y" \ \n`, "b"}},
+		{in: `a\ b c`, want: []string{"a b", "c"}},
+		{in: `''`, want: []string{""}},
+		{in: `a'b'"c"d`, want: []string{"abcd"}},
+		{in: "", err: true},
+		{in: "   ", err: true},
+		{in: "a 'b", err: true},
+		{in: `a "b`, err: true},
+		{in: `a \`, err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := SplitCommand(tt.in)
+			if tt.err {
+				if err == nil {
+					t.Fatalf("SplitCommand(%q) = %q, want an error", tt.in, got)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Fatalf("SplitCommand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"addr": "127.0.0.1:9", "port": "9", "data": "/tmp/a b"}
+	got, err := Expand([]string{"x", "--listen={addr}", "-p{port}{port}", "{data}/wal", `{"json":1}`, "{Upper}"}, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x", "--listen=127.0.0.1:9", "-p99", "/tmp/a b/wal", `{"json":1}`, "{Upper}"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Expand = %q, want %q", got, want)
+	}
+	if _, err := Expand([]string{"--x={dat}"}, vars); err == nil || !strings.Contains(err.Error(), "{dat}") {
+		t.Fatalf("unknown placeholder: err = %v", err)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	b, err := os.ReadFile("testdata/stat.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseStat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CPU{User: 12340 * time.Millisecond, System: 5670 * time.Millisecond}
+	if got != want || got.Total() != 18010*time.Millisecond {
+		t.Fatalf("ParseStat = %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"", "1 (x S 1 2", "1 (x) S 1 2 3", "1 (x) S 1 2 3 4 5 6 7 8 9 u s 12 13"} {
+		if _, err := ParseStat([]byte(bad)); err == nil {
+			t.Errorf("ParseStat(%q): no error", bad)
+		}
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	b, err := os.ReadFile("testdata/status.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseStatus(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Memory{RSS: 81920 << 10, Peak: 104857 << 10}); got != want {
+		t.Fatalf("ParseStatus = %+v, want %+v", got, want)
+	}
+	b, err = os.ReadFile("testdata/status_kthread.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseStatus(b); err == nil {
+		t.Fatal("a status without Vm lines parsed")
+	}
+	if _, err := ParseStatus([]byte("VmRSS:\t12 MB\nVmHWM:\t1 kB\n")); err == nil {
+		t.Fatal("a unit other than kB parsed")
+	}
+}
+
+func TestReadSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if _, err := ReadCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMemory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS <= 0 || m.Peak < m.RSS {
+		t.Fatalf("implausible memory %+v", m)
+	}
+}
+
+func TestStartStopKill(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	start := func(command string) *Server {
+		t.Helper()
+		s, err := Start(StartOptions{Command: command, DataDir: dir, LogPath: filepath.Join(dir, "log")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Kill() })
+		return s
+	}
+
+	s := start("sh -c 'exec sleep 60' {port}")
+	if !strings.HasPrefix(s.Addr, "127.0.0.1:") || !strings.HasSuffix(s.Addr, ":"+s.Args[3]) {
+		t.Fatalf("addr %q args %q", s.Addr, s.Args)
+	}
+	sm := StartSampler(s.Pid())
+	if p, err := sm.Peak(); err != nil || p <= 0 {
+		t.Fatalf("Peak = %d, %v", p, err)
+	}
+	if err := s.Stop(10 * time.Second); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	sm.Stop()
+	if p, err := sm.Peak(); err != nil || p <= 0 {
+		t.Fatalf("Peak after exit = %d, %v", p, err)
+	}
+
+	s = start("sleep 60")
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Exited():
+	default:
+		t.Fatal("Kill returned before the process exited")
+	}
+
+	s = start("sh -c 'echo boom; exit 3'")
+	<-s.Exited()
+	if err := s.Died(); !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("Died() = %v, want the log in it", err)
+	}
+}

@@ -1,0 +1,96 @@
+package proc
+
+import (
+	"sync"
+	"time"
+)
+
+// SampleInterval is how often a Sampler reads /proc. VmHWM is a high-water
+// mark the kernel keeps, so sampling misses no peak; the interval only
+// bounds how stale the last reading is when the process dies before it
+// can be read again, and four reads a second cost nothing measurable.
+const SampleInterval = 250 * time.Millisecond
+
+// Sampler reads a process' memory in the background and keeps the last
+// reading, so that a peak is known even when the process is killed. Its
+// methods are safe for concurrent use.
+type Sampler struct {
+	pid  int
+	stop chan struct{}
+	done chan struct{}
+
+	mu   sync.Mutex
+	last Memory
+	err  error
+}
+
+// StartSampler starts sampling process pid.
+func StartSampler(pid int) *Sampler {
+	s := &Sampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	s.read()
+	go s.loop()
+	return s
+}
+
+func (s *Sampler) loop() {
+	defer close(s.done)
+	t := time.NewTicker(SampleInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.read()
+		}
+	}
+}
+
+// read takes a reading; once the process is gone, the last good reading
+// stays.
+func (s *Sampler) read() {
+	m, err := ReadMemory(s.pid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.last = m
+}
+
+// Peak reads the process now if it can and returns its peak RSS in bytes,
+// or the last one read before it exited. It is 0 with an error if the
+// process could never be read.
+func (s *Sampler) Peak() (int64, error) {
+	s.read()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last.Peak == 0 {
+		return 0, s.err
+	}
+	return s.last.Peak, nil
+}
+
+// Reset sets the process' peak back to its current RSS, so that Peak
+// covers only what follows (see ResetPeak).
+func (s *Sampler) Reset() error {
+	if err := ResetPeak(s.pid); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.last = Memory{}
+	s.mu.Unlock()
+	s.read()
+	return nil
+}
+
+// Stop stops sampling; Peak still returns the last reading.
+func (s *Sampler) Stop() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
