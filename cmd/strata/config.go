@@ -35,6 +35,12 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&sc.WALSegmentSize, "wal.segment-size", sc.WALSegmentSize, "WAL segment file size in bytes")
 	walSync := fs.String("wal.sync", sc.WALSync.String(), "when a write is acknowledged: never (after the write reaches the OS; survives a crash of strata, not of the machine) or always (after fsync, shared by concurrent writes; survives power loss)")
 	fs.Int64Var(&sc.RemoteWriteMaxBytes, "remote-write.max-request-bytes", sc.RemoteWriteMaxBytes, "largest accepted remote-write request body (compressed), in bytes; larger ones get 413")
+	lim := &sc.RemoteWriteLimits
+	fs.IntVar(&lim.MaxLabelsPerSeries, "remote-write.max-labels-per-series", lim.MaxLabelsPerSeries, "most labels a series may have, metric name included; 0 for no limit (series over it are rejected with 400)")
+	fs.IntVar(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", lim.MaxLabelNameLength, "longest label name in bytes; 0 for no limit")
+	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
+	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders; requests over it get 429 and are retried; 0 for no limit")
+	fs.IntVar(&sc.MaxSeries, "storage.max-series", sc.MaxSeries, "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
 	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
 	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
 	fs.IntVar(&sc.QueryMaxSamples, "query.max-samples", sc.QueryMaxSamples, "most samples a single query may load into memory")
@@ -59,6 +65,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--wal.segment-size %d is below the minimum of 1 MiB", sc.WALSegmentSize)
 	case sc.RemoteWriteMaxBytes <= 0:
 		return cfg, fmt.Errorf("--remote-write.max-request-bytes must be positive")
+	case lim.MaxLabelsPerSeries < 0 || lim.MaxLabelNameLength < 0 || lim.MaxLabelValueLength < 0 || lim.MaxSamplesPerSecond < 0:
+		return cfg, fmt.Errorf("--remote-write limits must not be negative")
+	case sc.MaxSeries < 0:
+		return cfg, fmt.Errorf("--storage.max-series must not be negative")
 	case sc.LookbackDelta <= 0:
 		return cfg, fmt.Errorf("--query.lookback-delta must be positive")
 	case sc.QueryTimeout <= 0:

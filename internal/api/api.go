@@ -45,6 +45,8 @@ type Options struct {
 	// LookbackDelta is the lookback of queries without a `lookback_delta`
 	// parameter. 0 means the engine's default.
 	LookbackDelta time.Duration
+	// Metadata answers /api/v1/metadata; nil answers it with no metadata.
+	Metadata MetadataSource
 	// Version is reported by /api/v1/status/buildinfo. Grafana reads it
 	// to decide which Prometheus features it may use.
 	Version string
@@ -67,6 +69,7 @@ type API struct {
 	now           func() time.Time
 	queryTimeout  time.Duration
 	lookbackDelta time.Duration
+	metadata      MetadataSource
 	buildInfo     buildInfo
 }
 
@@ -80,6 +83,7 @@ func New(opts Options) *API {
 		now:           opts.Now,
 		queryTimeout:  opts.QueryTimeout,
 		lookbackDelta: opts.LookbackDelta,
+		metadata:      opts.Metadata,
 		buildInfo:     newBuildInfo(opts.Version),
 	}
 	if a.parser == nil {
@@ -110,6 +114,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		// and match[] lists are short enough for a URL.
 		{getOnly, "/api/v1/label/{name}/values", a.labelValues},
 		{getOnly, "/api/v1/status/buildinfo", a.serveBuildInfo},
+		{getOnly, "/api/v1/metadata", a.metricMetadata},
 	} {
 		h := a.handler(e.serve)
 		for _, m := range e.methods {

@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	stratastorage "github.com/strata-db/strata/internal/storage"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -110,6 +112,19 @@ func newTestEngine(p parser.Parser) *promql.Engine {
 
 // newTestAPI serves store behind a mux. The clock is fixed at 5 minutes
 // into the fixture, so an instant query without time is deterministic.
+// fakeMetadata is a MetadataSource over a map.
+type fakeMetadata map[string]stratastorage.Metadata
+
+func (f fakeMetadata) Metadata(metric string) map[string]stratastorage.Metadata {
+	out := map[string]stratastorage.Metadata{}
+	for k, v := range f {
+		if metric == "" || metric == k {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func newTestAPI(store *fakeStorage, configure func(*Options)) http.Handler {
 	p := parser.NewParser(parser.Options{})
 	opts := DefaultOptions()
@@ -165,7 +180,22 @@ func goldenCases() []goldenCase {
 		s.warnings = annotations.New().Add(errors.New("storage warning: some data is <unavailable>"))
 	}
 	reverse := func(s *fakeStorage) { s.reverse = true }
+	withMetadata := func(o *Options) {
+		o.Metadata = fakeMetadata{
+			"http_requests_total": {Type: "counter", Help: "Requests served, by \"code\".", Unit: ""},
+			"temperature":         {Type: "gauge", Help: "Room temperature.", Unit: "celsius"},
+			"untyped":             {},
+		}
+	}
 	return []goldenCase{
+		// Metric metadata.
+		{name: "metadata_all", path: "/api/v1/metadata", opts: withMetadata, status: 200},
+		{name: "metadata_metric", path: "/api/v1/metadata", query: q("metric", "temperature"), opts: withMetadata, status: 200},
+		{name: "metadata_unknown_metric", path: "/api/v1/metadata", query: q("metric", "nope"), opts: withMetadata, status: 200},
+		{name: "metadata_limit", path: "/api/v1/metadata", query: q("limit", "1"), opts: withMetadata, status: 200},
+		{name: "metadata_limit_per_metric", path: "/api/v1/metadata", query: q("limit_per_metric", "1"), opts: withMetadata, status: 200},
+		{name: "metadata_bad_limit", path: "/api/v1/metadata", query: q("limit", "x"), opts: withMetadata, status: 400},
+		{name: "metadata_none", path: "/api/v1/metadata", status: 200},
 		// Instant queries.
 		{name: "query_vector", path: "/api/v1/query", query: q("query", "up", "time", "300"), status: 200},
 		{name: "query_vector_default_time", path: "/api/v1/query", query: q("query", "sum by (job) (up)"), status: 200},
@@ -284,7 +314,6 @@ func goldenCases() []goldenCase {
 		{name: "query_range_method_not_allowed", method: "PUT", path: "/api/v1/query_range", status: 405},
 		{name: "label_values_post_not_allowed", method: "POST", path: "/api/v1/label/job/values", status: 405},
 		{name: "buildinfo_post_not_allowed", method: "POST", path: "/api/v1/status/buildinfo", status: 405},
-		{name: "metadata_not_found", path: "/api/v1/metadata", status: 404},
 	}
 }
 

@@ -110,6 +110,15 @@ func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	return nil, storage.ErrNotReady
 }
 
+// Metadata returns the metadata of every metric family, or of metric
+// alone if it is not "". It is empty until the store is ready.
+func (db *DB) Metadata(metric string) map[string]storage.Metadata {
+	if h, _ := db.get(); h != nil {
+		return h.Metadata(metric)
+	}
+	return map[string]storage.Metadata{}
+}
+
 // Close waits for opening to finish and closes the store.
 func (db *DB) Close() error {
 	<-db.ready
@@ -128,5 +137,6 @@ type notReadyAppender struct{}
 func (notReadyAppender) Append(storage.SeriesRef, labels.Labels, storage.Sample) (storage.SeriesRef, error) {
 	return 0, storage.ErrNotReady
 }
-func (notReadyAppender) Commit() error   { return storage.ErrNotReady }
-func (notReadyAppender) Rollback() error { return nil }
+func (notReadyAppender) SetMetadata(string, storage.Metadata) error { return storage.ErrNotReady }
+func (notReadyAppender) Commit() error                              { return storage.ErrNotReady }
+func (notReadyAppender) Rollback() error                            { return nil }

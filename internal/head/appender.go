@@ -3,8 +3,10 @@ package head
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/record"
@@ -40,10 +42,15 @@ type appender struct {
 	// other and not only against what is committed.
 	last *memSeries
 
-	logSeries  []record.RefSeries
-	seriesBuf  []byte
-	samplesBuf []byte
-	recs       [2][]byte
+	// metadata are the changed metadata entries of this batch, their
+	// strings copied.
+	metadata []record.RefMetadata
+
+	logSeries   []record.RefSeries
+	seriesBuf   []byte
+	samplesBuf  []byte
+	metadataBuf []byte
+	recs        [3][]byte
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
@@ -58,6 +65,10 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 			if err := validateLabels(lset); err != nil {
 				h.stats.samplesRejected.Add(1)
 				return 0, err
+			}
+			if limit := h.opts.MaxSeries; limit > 0 && h.stats.series.Load() >= int64(limit) {
+				h.stats.samplesRejected.Add(1)
+				return 0, fmt.Errorf("%w: %s would be series %d, the limit is %d", storage.ErrSeriesLimit, lset, limit+1, limit)
 			}
 			s, _ = h.getOrCreate(hash, lset, 0)
 		}
@@ -91,6 +102,28 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 	return s.ref, nil
 }
 
+// SetMetadata implements storage.Appender.
+func (a *appender) SetMetadata(metricName string, m storage.Metadata) error {
+	if metricName == "" {
+		return fmt.Errorf("%w: metadata without a metric name", storage.ErrInvalidLabels)
+	}
+	if cur, ok := a.head.metadata.get(metricName); ok && cur == m {
+		return nil
+	}
+	for _, e := range a.metadata {
+		if e.MetricName == metricName && e.Type == m.Type && e.Help == m.Help && e.Unit == m.Unit {
+			return nil
+		}
+	}
+	a.metadata = append(a.metadata, record.RefMetadata{
+		MetricName: strings.Clone(metricName),
+		Type:       model.MetricType(strings.Clone(string(m.Type))),
+		Help:       strings.Clone(m.Help),
+		Unit:       strings.Clone(m.Unit),
+	})
+	return nil
+}
+
 // Commit logs the batch to the WAL and then applies it to the series.
 func (a *appender) Commit() error {
 	defer a.release()
@@ -111,6 +144,10 @@ func (a *appender) Commit() error {
 		a.samplesBuf = record.EncodeSamples(a.samplesBuf[:0], a.samples)
 		recs = append(recs, a.samplesBuf)
 	}
+	if len(a.metadata) > 0 {
+		a.metadataBuf = record.EncodeMetadata(a.metadataBuf[:0], a.metadata)
+		recs = append(recs, a.metadataBuf)
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -121,6 +158,9 @@ func (a *appender) Commit() error {
 	}
 	for _, s := range a.unlogged {
 		s.logged.Store(true)
+	}
+	if len(a.metadata) > 0 {
+		h.metadata.set(a.metadata)
 	}
 
 	// Apply, holding each series' lock once for a run of its samples.
@@ -162,11 +202,13 @@ func (a *appender) release() {
 	clear(a.series)
 	clear(a.unlogged)
 	clear(a.logSeries)
+	clear(a.metadata)
+	a.metadata = a.metadata[:0]
 	a.samples = a.samples[:0]
 	a.series = a.series[:0]
 	a.unlogged = a.unlogged[:0]
 	a.logSeries = a.logSeries[:0]
-	a.recs = [2][]byte{}
+	a.recs = [3][]byte{}
 	a.last = nil
 	a.head = nil
 	appenderPool.Put(a)

@@ -117,6 +117,12 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		w.Close()
 		return 0, err
 	}
+	if md := h.metadata.all(); len(md) > 0 {
+		if err := w.Log(record.EncodeMetadata(buf[:0], md)); err != nil {
+			w.Close()
+			return 0, err
+		}
+	}
 	written := w.BytesWritten()
 	if err := w.Close(); err != nil {
 		return 0, err

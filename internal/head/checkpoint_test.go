@@ -3,6 +3,7 @@ package head
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // writeBatches appends batches of one sample per series, timestamps from
@@ -190,4 +193,57 @@ func TestCheckpointTriggeredByWALGrowth(t *testing.T) {
 	}
 	defer h2.Close()
 	assertEqual(t, readAll(t, h2, math.MinInt64, math.MaxInt64, all), want)
+}
+
+// TestMetadataPersists checks that metric metadata survives both WAL
+// replay and a checkpoint, that the latest value wins, and that an
+// unchanged repeat is not logged again.
+func TestMetadataPersists(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checkpoint=%v", checkpoint), func(t *testing.T) {
+			dir := t.TempDir()
+			opts := DefaultOptions()
+			opts.WALDir = dir
+			opts.CheckpointOnClose = checkpoint
+			h, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := func(name string, md storage.Metadata) {
+				app := h.Appender(context.Background())
+				if err := app.SetMetadata(name, md); err != nil {
+					t.Fatal(err)
+				}
+				if err := app.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set("up", storage.Metadata{Type: "gauge", Help: "old help"})
+			set("up", storage.Metadata{Type: "gauge", Help: "Target is up."})
+			set("reqs_total", storage.Metadata{Type: "counter", Unit: "requests"})
+			before := h.Stats().WALBytesWritten
+			set("reqs_total", storage.Metadata{Type: "counter", Unit: "requests"})
+			if h.Stats().WALBytesWritten != before {
+				t.Fatal("unchanged metadata was logged again")
+			}
+			if err := h.Close(); err != nil {
+				t.Fatal(err)
+			}
+			h2, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h2.Close()
+			want := map[string]storage.Metadata{
+				"up":         {Type: "gauge", Help: "Target is up."},
+				"reqs_total": {Type: "counter", Unit: "requests"},
+			}
+			if got := h2.Metadata(""); !maps.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			if got := h2.Metadata("up"); len(got) != 1 {
+				t.Fatalf("one metric: got %v", got)
+			}
+		})
+	}
 }

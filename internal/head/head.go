@@ -34,6 +34,9 @@ type Options struct {
 	// two. More stripes mean fewer appenders waiting on one another at the
 	// cost of a map header per stripe.
 	Stripes int
+	// MaxSeries is the most series the head creates from appends; 0 means
+	// no limit. Replay is not limited: what was acknowledged is restored.
+	MaxSeries int
 	// ReplayWorkers is how many goroutines apply samples during replay;
 	// 0 means one per CPU (GOMAXPROCS).
 	ReplayWorkers int
@@ -68,9 +71,10 @@ type Head struct {
 	logger *slog.Logger
 	wal    *wal.WAL
 
-	series *stripeSeries
-	index  *index
-	arena  chunkArena
+	series   *stripeSeries
+	index    *index
+	arena    chunkArena
+	metadata metadataStore
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
 

@@ -266,3 +266,28 @@ func TestAppendByRef(t *testing.T) {
 	}
 	assertEqual(t, readAll(t, h, 0, 10, all), map[string][]sample{lset.String(): {{1, 1}, {2, 2}}})
 }
+
+func TestMaxSeries(t *testing.T) {
+	opts := DefaultOptions()
+	opts.WALDir = t.TempDir()
+	opts.MaxSeries = 2
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	app := h.Appender(context.Background())
+	mustAppend(t, app, labels.FromStrings("__name__", "a"), 1, 1)
+	mustAppend(t, app, labels.FromStrings("__name__", "b"), 1, 1)
+	if _, err := app.Append(0, labels.FromStrings("__name__", "c"), sampleOf(1, 1)); !errors.Is(err, storage.ErrSeriesLimit) {
+		t.Fatalf("third series: got %v, want ErrSeriesLimit", err)
+	}
+	// Existing series still take samples.
+	mustAppend(t, app, labels.FromStrings("__name__", "a"), 2, 2)
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Stats().Series; n != 2 {
+		t.Fatalf("%d series", n)
+	}
+}

@@ -40,6 +40,7 @@ type loader struct {
 	series      []record.RefSeries
 	chunkSeries []record.RefChunkSeries
 	samples     []record.RefSample
+	metadata    []record.RefMetadata
 	// aliases maps the ref of a series record whose labels already belong
 	// to another ref onto that ref. It stays empty unless a series was
 	// logged twice under different refs.
@@ -130,6 +131,11 @@ func (l *loader) apply(rec []byte) error {
 			}
 		}
 		clear(l.chunkSeries)
+	case record.Metadata:
+		if l.metadata, err = l.dec.Metadata(rec, l.metadata[:0]); err != nil {
+			return err
+		}
+		l.h.metadata.set(l.metadata)
 	default:
 		return fmt.Errorf("unknown record type %d", rec[0])
 	}

@@ -33,6 +33,8 @@ const (
 	// ChunkSeries records make up a checkpoint: series with their ref,
 	// labels and compressed chunks.
 	ChunkSeries Type = 3
+	// Metadata records hold the type, help and unit of metric families.
+	Metadata Type = 4
 )
 
 func (t Type) String() string {
@@ -43,6 +45,8 @@ func (t Type) String() string {
 		return "samples"
 	case ChunkSeries:
 		return "chunk series"
+	case Metadata:
+		return "metadata"
 	default:
 		return fmt.Sprintf("unknown(%d)", uint8(t))
 	}
@@ -55,7 +59,7 @@ func Kind(rec []byte) Type {
 		return Unknown
 	}
 	switch t := Type(rec[0]); t {
-	case Series, Samples, ChunkSeries:
+	case Series, Samples, ChunkSeries, Metadata:
 		return t
 	}
 	return Unknown

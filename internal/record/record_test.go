@@ -188,7 +188,8 @@ func TestKind(t *testing.T) {
 		{[]byte{1}, Series},
 		{[]byte{2, 0}, Samples},
 		{[]byte{3}, ChunkSeries},
-		{[]byte{4}, Unknown},
+		{[]byte{4}, Metadata},
+		{[]byte{5}, Unknown},
 		{[]byte{255}, Unknown},
 	}
 	for _, tc := range cases {

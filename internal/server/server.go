@@ -37,6 +37,9 @@ type Config struct {
 	// a process crash) or once fsynced (survives power loss).
 	WALSync             wal.SyncPolicy
 	RemoteWriteMaxBytes int64
+	RemoteWriteLimits   remotewrite.Limits
+	// MaxSeries bounds the series in the store; 0 means no limit.
+	MaxSeries int
 
 	LookbackDelta       time.Duration
 	QueryTimeout        time.Duration
@@ -56,6 +59,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:     30 * time.Second,
 		WALSegmentSize:      db.DefaultOptions().Head.WAL.SegmentSize,
 		RemoteWriteMaxBytes: remotewrite.DefaultOptions().MaxBodyBytes,
+		RemoteWriteLimits:   remotewrite.DefaultLimits(),
 		LookbackDelta:       5 * time.Minute,
 		QueryTimeout:        2 * time.Minute,
 		QueryMaxSamples:     50000000,
@@ -81,6 +85,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	dbOpts.Dir = cfg.DataDir
 	dbOpts.Head.WAL.SegmentSize = cfg.WALSegmentSize
 	dbOpts.Head.WAL.Sync = cfg.WALSync
+	dbOpts.Head.MaxSeries = cfg.MaxSeries
 	dbOpts.Logger = logger
 	store := db.Open(dbOpts)
 
@@ -107,6 +112,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	mux := http.NewServeMux()
 	rwOpts := remotewrite.DefaultOptions()
 	rwOpts.MaxBodyBytes = cfg.RemoteWriteMaxBytes
+	rwOpts.Limits = cfg.RemoteWriteLimits
 	rwOpts.Logger = logger.With("component", "remote-write")
 	mux.Handle("POST /api/v1/write", httpMetrics.wrap("write", remotewrite.NewHandler(store, rwOpts)))
 
@@ -118,6 +124,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		Logger:        logger.With("component", "api"),
 		QueryTimeout:  cfg.QueryTimeout,
 		LookbackDelta: cfg.LookbackDelta,
+		Metadata:      store,
 		Version:       cfg.Version,
 	}).Register(apiMux)
 	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))

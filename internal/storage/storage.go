@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -24,6 +25,13 @@ type SeriesRef uint64
 type Sample struct {
 	T int64   // timestamp, milliseconds since the epoch
 	V float64 // float value
+}
+
+// Metadata describes a metric family, as senders report it.
+type Metadata struct {
+	Type model.MetricType // "" when unknown
+	Help string
+	Unit string
 }
 
 // Appendable hands out appenders.
@@ -49,6 +57,10 @@ type Appender interface {
 	// of the sentinel errors below; the appender stays usable and the other
 	// samples of the batch are unaffected.
 	Append(ref SeriesRef, lset labels.Labels, s Sample) (SeriesRef, error)
+	// SetMetadata records the type, help and unit of the metric family
+	// metricName, replacing what was recorded before; it is stored with
+	// the batch. m's strings are not retained after the call.
+	SetMetadata(metricName string, m Metadata) error
 	// Commit makes the batch durable (logged to the WAL) and visible.
 	Commit() error
 	// Rollback discards the batch.
@@ -68,6 +80,9 @@ var (
 	// ErrInvalidLabels: the label set is empty, lacks a metric name, has an
 	// empty or duplicated label name, or is not valid UTF-8.
 	ErrInvalidLabels = errors.New("invalid labels")
+	// ErrSeriesLimit: the sample would create a series beyond the store's
+	// configured maximum. Samples of existing series are still accepted.
+	ErrSeriesLimit = errors.New("series limit reached")
 
 	// ErrNotReady: the store is still replaying its WAL or is closing.
 	ErrNotReady = errors.New("storage not ready")

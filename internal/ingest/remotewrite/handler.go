@@ -16,13 +16,13 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/snappy"
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/strata-db/strata/internal/ingest/remotewrite/rwpb"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -36,20 +36,23 @@ type Options struct {
 	// small body claiming a huge decoded size cannot make the server
 	// allocate it.
 	MaxDecodedBytes int64
+	// Limits on what a request may contain.
+	Limits Limits
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
 
 // DefaultOptions returns the limits strata runs with unless told otherwise.
 func DefaultOptions() Options {
-	return Options{MaxBodyBytes: 32 << 20, MaxDecodedBytes: 128 << 20}
+	return Options{MaxBodyBytes: 32 << 20, MaxDecodedBytes: 128 << 20, Limits: DefaultLimits()}
 }
 
-// Handler serves POST /api/v1/write.
+// Handler serves POST /api/v1/write for remote-write 1.0 and 2.0.
 type Handler struct {
-	app    storage.Appendable
-	opts   Options
-	logger *slog.Logger
+	app     storage.Appendable
+	opts    Options
+	logger  *slog.Logger
+	limiter *rateLimiter
 }
 
 // NewHandler returns a handler that appends to app.
@@ -58,106 +61,151 @@ func NewHandler(app storage.Appendable, opts Options) *Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{app: app, opts: opts, logger: logger}
+	return &Handler{app: app, opts: opts, logger: logger, limiter: newRateLimiter(opts.Limits.MaxSamplesPerSecond)}
 }
 
-// Content types and encodings from the remote-write specification.
+// Content types, encodings and headers from the remote-write
+// specifications.
 const (
 	protoV1     = "prometheus.WriteRequest"
 	protoV2     = "io.prometheus.write.v2.Request"
 	contentType = "application/x-protobuf"
+
+	headerSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
+	headerHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
+	headerExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
 )
 
-// buffers are the per-request memory a handler reuses across requests.
-type buffers struct {
+// scratch is the per-request memory a handler reuses across requests, so
+// that a steady stream of requests allocates nothing for decoding. Nothing
+// in it may be kept past the request: decoded strings point into decoded.
+type scratch struct {
 	body    []byte
 	decoded []byte
-	req     prompb.WriteRequest
-	builder labels.ScratchBuilder
+	v1      rwpb.V1Request
+	v2      rwpb.V2Request
+	labels  labelBuilder
+	rj      rejections
 }
 
-var bufferPool = sync.Pool{New: func() any { return &buffers{} }}
+var scratchPool = sync.Pool{New: func() any { return &scratch{} }}
+
+// maxPooledBytes is the largest buffer kept for reuse: one huge request
+// should not pin its memory in the pool for good.
+const maxPooledBytes = 16 << 20
+
+func (sc *scratch) release() {
+	if cap(sc.body) > maxPooledBytes {
+		sc.body = nil
+	}
+	if cap(sc.decoded) > maxPooledBytes {
+		sc.decoded = nil
+		sc.v1 = rwpb.V1Request{}
+		sc.v2 = rwpb.V2Request{}
+	}
+	sc.rj.reset()
+	scratchPool.Put(sc)
+}
+
+// result is what a request did, for the response.
+type result struct {
+	status     int
+	msg        string
+	retryAfter string // Retry-After header, seconds; "" for none
+	written    written
+}
+
+// written counts what was stored, for the X-Prometheus-Remote-Write-*
+// headers.
+type written struct {
+	samples, histograms, exemplars int
+}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if msg, ok := checkContentType(r.Header.Get("Content-Type")); !ok {
-		http.Error(w, msg, http.StatusUnsupportedMediaType)
+	res := h.serve(w, r)
+	hdr := w.Header()
+	hdr.Set(headerSamplesWritten, strconv.Itoa(res.written.samples))
+	hdr.Set(headerHistogramsWritten, strconv.Itoa(res.written.histograms))
+	hdr.Set(headerExemplarsWritten, strconv.Itoa(res.written.exemplars))
+	if res.retryAfter != "" {
+		hdr.Set("Retry-After", res.retryAfter)
+	}
+	if res.status == http.StatusNoContent {
+		w.WriteHeader(res.status)
 		return
+	}
+	http.Error(w, res.msg, res.status)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) result {
+	version, msg, ok := messageVersion(r.Header.Get("Content-Type"))
+	if !ok {
+		return result{status: http.StatusUnsupportedMediaType, msg: msg}
 	}
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "snappy") {
-		http.Error(w, fmt.Sprintf("unsupported Content-Encoding %q: remote-write bodies are snappy-encoded", enc), http.StatusUnsupportedMediaType)
-		return
+		return result{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("unsupported Content-Encoding %q: remote-write bodies are snappy-encoded", enc)}
 	}
 
-	bufs := bufferPool.Get().(*buffers)
-	defer func() {
-		bufs.req.Timeseries = nil
-		bufs.req.Metadata = nil
-		bufferPool.Put(bufs)
-	}()
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
 
-	body, err := readBody(bufs.body[:0], http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	bufs.body = body
+	body, err := readBody(sc.body[:0], http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	sc.body = body
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			http.Error(w, fmt.Sprintf("request body exceeds the limit of %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-			return
+			return result{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds the limit of %d bytes", h.opts.MaxBodyBytes)}
 		}
-		http.Error(w, "read request body: "+err.Error(), http.StatusBadRequest)
-		return
+		return result{status: http.StatusBadRequest, msg: "read request body: " + err.Error()}
 	}
 	n, err := snappy.DecodedLen(body)
 	if err != nil {
-		http.Error(w, "decode snappy: "+err.Error(), http.StatusBadRequest)
-		return
+		return result{status: http.StatusBadRequest, msg: "decode snappy: " + err.Error()}
 	}
 	if int64(n) > h.opts.MaxDecodedBytes {
-		http.Error(w, fmt.Sprintf("decoded request of %d bytes exceeds the limit of %d bytes", n, h.opts.MaxDecodedBytes), http.StatusRequestEntityTooLarge)
-		return
+		return result{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("decoded request of %d bytes exceeds the limit of %d bytes", n, h.opts.MaxDecodedBytes)}
 	}
-	decoded, err := snappy.Decode(bufs.decoded[:cap(bufs.decoded)], body)
-	if cap(decoded) > cap(bufs.decoded) {
-		bufs.decoded = decoded
+	decoded, err := snappy.Decode(sc.decoded[:cap(sc.decoded)], body)
+	if cap(decoded) > cap(sc.decoded) {
+		sc.decoded = decoded
 	}
 	if err != nil {
-		http.Error(w, "decode snappy: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	req := &bufs.req
-	req.Timeseries = req.Timeseries[:0]
-	if err := req.Unmarshal(decoded); err != nil {
-		http.Error(w, "decode protobuf WriteRequest: "+err.Error(), http.StatusBadRequest)
-		return
+		return result{status: http.StatusBadRequest, msg: "decode snappy: " + err.Error()}
 	}
 
-	status, msg := h.write(r, req, &bufs.builder)
-	if status == http.StatusNoContent {
-		w.WriteHeader(status)
-		return
+	if version == 2 {
+		if err := sc.v2.Unmarshal(decoded); err != nil {
+			return result{status: http.StatusBadRequest, msg: "decode protobuf " + protoV2 + ": " + err.Error()}
+		}
+		return h.writeV2(r, sc)
 	}
-	http.Error(w, msg, status)
+	if err := sc.v1.Unmarshal(decoded); err != nil {
+		return result{status: http.StatusBadRequest, msg: "decode protobuf " + protoV1 + ": " + err.Error()}
+	}
+	return h.writeV1(r, sc)
 }
 
-// checkContentType accepts remote-write 1.0 content types. A missing
-// Content-Type is taken as 1.0, as Prometheus does, for old senders.
-func checkContentType(ct string) (string, bool) {
+// messageVersion tells from the Content-Type which message the body holds.
+// A missing Content-Type, or one without a proto parameter, is 1.0, as the
+// 2.0 specification requires for compatibility with 1.0 senders.
+func messageVersion(ct string) (version int, msg string, ok bool) {
 	if ct == "" {
-		return "", true
+		return 1, "", true
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return fmt.Sprintf("invalid Content-Type %q: %v", ct, err), false
+		return 0, fmt.Sprintf("invalid Content-Type %q: %v", ct, err), false
 	}
 	if mt != contentType {
-		return fmt.Sprintf("unsupported Content-Type %q: want %s", ct, contentType), false
+		return 0, fmt.Sprintf("unsupported Content-Type %q: want %s", ct, contentType), false
 	}
 	switch proto := params["proto"]; proto {
 	case "", protoV1:
-		return "", true
+		return 1, "", true
 	case protoV2:
-		return fmt.Sprintf("unsupported remote-write protobuf message %s: this server accepts %s", protoV2, protoV1), false
+		return 2, "", true
 	default:
-		return fmt.Sprintf("unknown remote-write protobuf message %q", proto), false
+		return 0, fmt.Sprintf("unsupported remote-write protobuf message %q: this server accepts %s and %s", proto, protoV1, protoV2), false
 	}
 }
 

@@ -23,9 +23,17 @@ import (
 
 func newTestHead(t testing.TB) *head.Head {
 	t.Helper()
+	return newTestHeadLimited(t, 0)
+}
+
+// newTestHeadLimited returns a head in a temporary directory that creates
+// at most maxSeries series (0: no limit).
+func newTestHeadLimited(t testing.TB, maxSeries int) *head.Head {
+	t.Helper()
 	opts := head.DefaultOptions()
 	opts.WALDir = t.TempDir()
 	opts.Stripes = 16
+	opts.MaxSeries = maxSeries
 	h, err := head.Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -83,153 +91,6 @@ func stored(t *testing.T, h *head.Head) map[string]int {
 	return out
 }
 
-func TestWriteResponses(t *testing.T) {
-	good := ts([]string{"__name__", "good", "job", "a"}, prompb.Sample{Timestamp: 1000, Value: 1}, prompb.Sample{Timestamp: 2000, Value: 2})
-	cases := []struct {
-		name     string
-		body     func(t *testing.T) []byte
-		header   map[string]string
-		opts     func(*Options)
-		code     int
-		bodyHas  string
-		wantGood int // samples of the "good" series stored afterwards
-	}{
-		{
-			name: "valid", code: http.StatusNoContent, wantGood: 2,
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "no content type is 1.0", code: http.StatusNoContent, wantGood: 2,
-			header: map[string]string{"Content-Type": ""},
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "explicit 1.0 proto", code: http.StatusNoContent, wantGood: 2,
-			header: map[string]string{"Content-Type": "application/x-protobuf;proto=prometheus.WriteRequest"},
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "not snappy", code: http.StatusBadRequest, bodyHas: "snappy",
-			body: func(*testing.T) []byte { return []byte("\xff\xff\xff\xff\xffnot snappy") },
-		},
-		{
-			name: "not protobuf", code: http.StatusBadRequest, bodyHas: "protobuf",
-			body: func(*testing.T) []byte { return snappy.Encode(nil, []byte("\x0a\xff\xff\xff\xff\x0fgarbage")) },
-		},
-		{
-			name: "json content type", code: http.StatusUnsupportedMediaType, bodyHas: "Content-Type",
-			header: map[string]string{"Content-Type": "application/json"},
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "unknown proto", code: http.StatusUnsupportedMediaType, bodyHas: "unknown",
-			header: map[string]string{"Content-Type": "application/x-protobuf;proto=foo.Bar"},
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "gzip encoding", code: http.StatusUnsupportedMediaType, bodyHas: "Content-Encoding",
-			header: map[string]string{"Content-Encoding": "gzip"},
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "body too large", code: http.StatusRequestEntityTooLarge, bodyHas: "limit",
-			opts: func(o *Options) { o.MaxBodyBytes = 10 },
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "decoded too large", code: http.StatusRequestEntityTooLarge, bodyHas: "decoded",
-			opts: func(o *Options) { o.MaxDecodedBytes = 10 },
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
-			},
-		},
-		{
-			name: "no metric name, rest kept", code: http.StatusBadRequest, bodyHas: "no metric name", wantGood: 2,
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-					ts([]string{"job", "a"}, prompb.Sample{Timestamp: 1, Value: 1}), good}})
-			},
-		},
-		{
-			name: "empty label name, rest kept", code: http.StatusBadRequest, bodyHas: "empty label name", wantGood: 2,
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-					good, ts([]string{"__name__", "x", "", "a"}, prompb.Sample{Timestamp: 1, Value: 1})}})
-			},
-		},
-		{
-			name: "duplicate label name, rest kept", code: http.StatusBadRequest, bodyHas: "duplicate label name", wantGood: 2,
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-					good, ts([]string{"__name__", "x", "a", "1", "a", "2"}, prompb.Sample{Timestamp: 1, Value: 1})}})
-			},
-		},
-		{
-			name: "out of order, rest kept", code: http.StatusBadRequest, bodyHas: "out of order sample", wantGood: 2,
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-					good, ts([]string{"__name__", "x"}, prompb.Sample{Timestamp: 5, Value: 1}, prompb.Sample{Timestamp: 4, Value: 1})}})
-			},
-		},
-		{
-			name: "same timestamp other value, rest kept", code: http.StatusBadRequest, bodyHas: "duplicate sample for timestamp", wantGood: 2,
-			body: func(t *testing.T) []byte {
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-					ts([]string{"__name__", "x"}, prompb.Sample{Timestamp: 5, Value: 1}, prompb.Sample{Timestamp: 5, Value: 2}), good}})
-			},
-		},
-		{
-			name: "exact duplicate accepted", code: http.StatusNoContent, wantGood: 2,
-			body: func(t *testing.T) []byte {
-				dup := ts([]string{"__name__", "good", "job", "a"}, prompb.Sample{Timestamp: 1000, Value: 1}, prompb.Sample{Timestamp: 1000, Value: 1}, prompb.Sample{Timestamp: 2000, Value: 2})
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{dup}})
-			},
-		},
-		{
-			name: "native histogram refused, floats kept", code: http.StatusBadRequest, bodyHas: "native histograms", wantGood: 2,
-			body: func(t *testing.T) []byte {
-				h := ts([]string{"__name__", "h"})
-				h.Histograms = []prompb.Histogram{{Timestamp: 1, Schema: 0, ZeroThreshold: 1e-128}}
-				return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good, h}})
-			},
-		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			hd := newTestHead(t)
-			opts := DefaultOptions()
-			if c.opts != nil {
-				c.opts(&opts)
-			}
-			w := post(NewHandler(hd, opts), c.body(t), c.header)
-			if w.Code != c.code {
-				t.Fatalf("status %d, want %d; body %q", w.Code, c.code, w.Body.String())
-			}
-			if !strings.Contains(w.Body.String(), c.bodyHas) {
-				t.Fatalf("body %q does not mention %q", w.Body.String(), c.bodyHas)
-			}
-			got := stored(t, hd)[`{__name__="good", job="a"}`]
-			if got != c.wantGood {
-				t.Fatalf("good series has %d samples stored, want %d (stored: %v)", got, c.wantGood, stored(t, hd))
-			}
-		})
-	}
-}
-
 // notReady is a store that is still replaying.
 type notReady struct{}
 
@@ -240,8 +101,9 @@ type notReadyApp struct{}
 func (notReadyApp) Append(storage.SeriesRef, labels.Labels, storage.Sample) (storage.SeriesRef, error) {
 	return 0, storage.ErrNotReady
 }
-func (notReadyApp) Commit() error   { return storage.ErrNotReady }
-func (notReadyApp) Rollback() error { return nil }
+func (notReadyApp) SetMetadata(string, storage.Metadata) error { return storage.ErrNotReady }
+func (notReadyApp) Commit() error                              { return storage.ErrNotReady }
+func (notReadyApp) Rollback() error                            { return nil }
 
 func TestWriteNotReadyIsRetryable(t *testing.T) {
 	body := encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{ts([]string{"__name__", "m"}, prompb.Sample{Timestamp: 1, Value: 1})}})
@@ -339,5 +201,29 @@ func TestDiskFull(t *testing.T) {
 	defer hd2.Close()
 	if got := stored(t, hd2); !maps.Equal(got, want) {
 		t.Fatalf("after restart stored %v, want %v", got, want)
+	}
+}
+
+// TestRateLimit checks that requests over the ingestion rate limit get 429
+// with Retry-After, and that nothing of them is stored.
+func TestRateLimit(t *testing.T) {
+	hd := newTestHead(t)
+	opts := DefaultOptions()
+	opts.Limits.MaxSamplesPerSecond = 3
+	h := NewHandler(hd, opts)
+	req := func(ts int64) []byte {
+		return encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+			{Labels: []prompb.Label{{Name: "__name__", Value: "m"}}, Samples: []prompb.Sample{{Timestamp: ts, Value: 1}, {Timestamp: ts + 1, Value: 1}}},
+		}})
+	}
+	if w := post(h, req(10), nil); w.Code != http.StatusNoContent {
+		t.Fatalf("first request: %d %s", w.Code, w.Body.String())
+	}
+	w := post(h, req(20), nil)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "max-samples-per-second") {
+		t.Fatalf("second request: %d %q %s; want 429 with Retry-After naming the limit", w.Code, w.Header().Get("Retry-After"), w.Body.String())
+	}
+	if got := stored(t, hd)[`{__name__="m"}`]; got != 2 {
+		t.Fatalf("%d samples stored, want the first request's 2", got)
 	}
 }

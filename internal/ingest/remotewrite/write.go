@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/strata-db/strata/internal/ingest/remotewrite/rwpb"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -17,17 +18,31 @@ import (
 // thousand times helps nobody.
 const maxReportedErrors = 10
 
-// rejections collects why samples of a request were refused.
+// errHistogramsUnsupported refuses native histograms until the store keeps
+// them.
+var errHistogramsUnsupported = errors.New("native histograms are not supported by this server yet")
+
+// rejections collects why parts of a request were refused.
 type rejections struct {
-	samples int
+	samples int // samples and histograms refused
+	errs    int // problems found, one per refused series or sample
 	msgs    []string
 }
 
+// add records a problem that cost n samples (0 for a series that had
+// none).
 func (rj *rejections) add(n int, err error) {
 	rj.samples += n
+	rj.errs++
 	if len(rj.msgs) < maxReportedErrors {
 		rj.msgs = append(rj.msgs, err.Error())
 	}
+}
+
+func (rj *rejections) reset() {
+	rj.samples, rj.errs = 0, 0
+	clear(rj.msgs)
+	rj.msgs = rj.msgs[:0]
 }
 
 func (rj *rejections) String(total int) string {
@@ -37,116 +52,207 @@ func (rj *rejections) String(total int) string {
 		b.WriteString("\n")
 		b.WriteString(m)
 	}
-	if rj.samples > len(rj.msgs) {
-		fmt.Fprintf(&b, "\n(%d more not listed)", rj.samples-len(rj.msgs))
+	if rj.errs > len(rj.msgs) {
+		fmt.Fprintf(&b, "\n(%d more problems not listed)", rj.errs-len(rj.msgs))
 	}
 	return b.String()
 }
 
-// isBadData reports whether err means the sample itself is invalid, so that
+// isBadData reports whether err means the data itself is invalid, so that
 // a retry cannot help.
 func isBadData(err error) bool {
 	return errors.Is(err, storage.ErrOutOfOrderSample) ||
 		errors.Is(err, storage.ErrDuplicateSampleForTimestamp) ||
-		errors.Is(err, storage.ErrInvalidLabels)
+		errors.Is(err, storage.ErrInvalidLabels) ||
+		errors.Is(err, storage.ErrSeriesLimit)
 }
 
-// write appends the request's samples and returns the response status and
-// body. Invalid series and samples are skipped and reported; the rest is
-// committed.
-func (h *Handler) write(r *http.Request, req *prompb.WriteRequest, b *labels.ScratchBuilder) (int, string) {
-	app := h.app.Appender(r.Context())
-	var (
-		rj    rejections
-		total int
-	)
-	for i := range req.Timeseries {
-		ts := &req.Timeseries[i]
-		total += len(ts.Samples) + len(ts.Histograms)
+// batch is one request being appended.
+type batch struct {
+	app     storage.Appender
+	rj      *rejections
+	written written
+	total   int
+}
+
+// samples appends one series' float samples. It returns an error only for
+// a server fault, after which the request must be abandoned.
+func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
+	var ref storage.SeriesRef
+	for i, s := range ss {
+		var err error
+		ref, err = b.app.Append(ref, lset, storage.Sample{T: s.Timestamp, V: s.Value})
+		if err == nil {
+			b.written.samples++
+			continue
+		}
+		if !isBadData(err) {
+			return err
+		}
+		if errors.Is(err, storage.ErrInvalidLabels) || errors.Is(err, storage.ErrSeriesLimit) {
+			// The whole series is refused: count its samples once.
+			b.rj.add(len(ss)-i, err)
+			return nil
+		}
+		b.rj.add(1, err)
+	}
+	return nil
+}
+
+// finish commits and turns the outcome into a response. fault, if not nil,
+// is a server fault met while appending: nothing is committed.
+func (b *batch) finish(fault error) result {
+	if fault != nil {
+		_ = b.app.Rollback()
+		return serverError(fault)
+	}
+	if err := b.app.Commit(); err != nil {
+		return serverError(err)
+	}
+	if b.rj.errs > 0 {
+		return result{status: http.StatusBadRequest, msg: b.rj.String(b.total), written: b.written}
+	}
+	return result{status: http.StatusNoContent, written: b.written}
+}
+
+// serverError maps a store failure to a status the sender retries. Nothing
+// was written.
+func serverError(err error) result {
+	if errors.Is(err, storage.ErrNotReady) {
+		return result{status: http.StatusServiceUnavailable, msg: err.Error()}
+	}
+	return result{status: http.StatusInternalServerError, msg: err.Error()}
+}
+
+func tooManySamples(n int, limit float64) result {
+	return result{status: http.StatusTooManyRequests, retryAfter: "1", msg: fmt.Sprintf("ingestion rate limit of %g samples/s reached (--remote-write.max-samples-per-second); request of %d samples refused, retry later", limit, n)}
+}
+
+func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
+	req := &sc.v1
+	total := 0
+	for i := range req.Series {
+		total += len(req.Series[i].Samples) + len(req.Series[i].Histograms)
+	}
+	if !h.limiter.allow(total) {
+		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
+	}
+	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, total: total}
+	for _, md := range req.Metadata {
+		if md.MetricFamilyName == "" {
+			continue
+		}
+		if err := b.app.SetMetadata(md.MetricFamilyName, storage.Metadata{Type: metricType(md.Type), Help: md.Help, Unit: md.Unit}); err != nil {
+			return b.finish(err)
+		}
+	}
+	for i := range req.Series {
+		ts := &req.Series[i]
 		if len(ts.Histograms) > 0 {
-			rj.add(len(ts.Histograms), errors.New("native histograms are not supported by this server yet"))
+			b.rj.add(len(ts.Histograms), fmt.Errorf("series %s: %w", v1String(ts.Labels), errHistogramsUnsupported))
 		}
 		if len(ts.Samples) == 0 {
 			continue
 		}
-		lset, err := toLabels(b, ts.Labels)
+		lset, err := sc.labels.v1(ts.Labels, &h.opts.Limits)
 		if err != nil {
-			rj.add(len(ts.Samples), err)
+			b.rj.add(len(ts.Samples), err)
 			continue
 		}
-		var ref storage.SeriesRef
-		for _, s := range ts.Samples {
-			ref, err = app.Append(ref, lset, storage.Sample{T: s.Timestamp, V: s.Value})
-			if err == nil {
-				continue
-			}
-			if !isBadData(err) {
-				_ = app.Rollback()
-				return serverError(err)
-			}
-			rj.add(1, err)
-			if errors.Is(err, storage.ErrInvalidLabels) {
-				// The whole series is invalid: count its samples once.
-				rj.samples += len(ts.Samples) - 1
-				break
-			}
+		if err := b.samples(lset, ts.Samples); err != nil {
+			return b.finish(err)
 		}
 	}
-	if err := app.Commit(); err != nil {
-		return serverError(err)
-	}
-	if rj.samples > 0 {
-		h.logger.Debug("remote-write samples rejected", "rejected", rj.samples, "total", total, "first", rj.msgs[0])
-		return http.StatusBadRequest, rj.String(total)
-	}
-	return http.StatusNoContent, ""
+	return b.finish(nil)
 }
 
-// serverError maps a store failure to a status the sender retries.
-func serverError(err error) (int, string) {
-	if errors.Is(err, storage.ErrNotReady) {
-		return http.StatusServiceUnavailable, err.Error()
+func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
+	req := &sc.v2
+	if len(req.Symbols) > 0 && req.Symbols[0] != "" {
+		return result{status: http.StatusBadRequest, msg: fmt.Sprintf("symbols[0] must be the empty string, is %q", req.Symbols[0])}
 	}
-	return http.StatusInternalServerError, err.Error()
-}
-
-// toLabels builds the sorted label set of a series. Labels with an empty
-// value are dropped: in Prometheus' data model they are the same as no
-// label. A missing metric name or an empty label name is an error; the
-// store checks the rest when it creates the series.
-func toLabels(b *labels.ScratchBuilder, pls []prompb.Label) (labels.Labels, error) {
-	b.Reset()
-	hasName := false
-	for _, l := range pls {
-		if l.Name == "" {
-			return labels.EmptyLabels(), fmt.Errorf("%w: empty label name in %s", storage.ErrInvalidLabels, labelsString(pls))
-		}
-		if l.Value == "" {
+	total := 0
+	for i := range req.Series {
+		total += len(req.Series[i].Samples) + len(req.Series[i].Histograms)
+	}
+	if !h.limiter.allow(total) {
+		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
+	}
+	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, total: total}
+	for i := range req.Series {
+		ts := &req.Series[i]
+		n := len(ts.Samples) + len(ts.Histograms)
+		lset, err := sc.labels.v2(ts.LabelRefs, req.Symbols, &h.opts.Limits)
+		if err != nil {
+			b.rj.add(n, err)
 			continue
 		}
-		if l.Name == labels.MetricName {
-			hasName = true
+		if err := checkMetadataRefs(ts.Metadata, len(req.Symbols)); err != nil {
+			b.rj.add(n, fmt.Errorf("series %s: %w", lset, err))
+			continue
 		}
-		b.Add(l.Name, l.Value)
+		switch {
+		case len(ts.Samples) > 0 && len(ts.Histograms) > 0:
+			b.rj.add(n, fmt.Errorf("series %s has both samples and histograms", lset))
+			continue
+		case n == 0:
+			b.rj.add(0, fmt.Errorf("series %s has neither samples nor histograms", lset))
+			continue
+		case len(ts.Histograms) > 0:
+			b.rj.add(n, fmt.Errorf("series %s: %w", lset, errHistogramsUnsupported))
+			continue
+		}
+		if m := ts.Metadata; m.Type != rwpb.MetricTypeUnknown || m.HelpRef != 0 || m.UnitRef != 0 {
+			md := storage.Metadata{Type: metricType(m.Type), Help: symbolAt(req.Symbols, m.HelpRef), Unit: symbolAt(req.Symbols, m.UnitRef)}
+			if err := b.app.SetMetadata(lset.Get(labels.MetricName), md); err != nil {
+				return b.finish(err)
+			}
+		}
+		if err := b.samples(lset, ts.Samples); err != nil {
+			return b.finish(err)
+		}
 	}
-	if !hasName {
-		return labels.EmptyLabels(), fmt.Errorf("%w: series %s has no metric name", storage.ErrInvalidLabels, labelsString(pls))
-	}
-	b.Sort()
-	return b.Labels(), nil
+	return b.finish(nil)
 }
 
-// labelsString renders labels as sent, for error messages about label sets
-// that cannot be made into labels.Labels.
-func labelsString(pls []prompb.Label) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, l := range pls {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s=%q", l.Name, l.Value)
+// metricType maps the protos' metric type to Prometheus' name for it.
+func metricType(t rwpb.MetricType) model.MetricType {
+	switch t {
+	case rwpb.MetricTypeCounter:
+		return model.MetricTypeCounter
+	case rwpb.MetricTypeGauge:
+		return model.MetricTypeGauge
+	case rwpb.MetricTypeHistogram:
+		return model.MetricTypeHistogram
+	case rwpb.MetricTypeGaugeHistogram:
+		return model.MetricTypeGaugeHistogram
+	case rwpb.MetricTypeSummary:
+		return model.MetricTypeSummary
+	case rwpb.MetricTypeInfo:
+		return model.MetricTypeInfo
+	case rwpb.MetricTypeStateSet:
+		return model.MetricTypeStateset
+	default:
+		return model.MetricTypeUnknown
 	}
-	b.WriteByte('}')
-	return b.String()
+}
+
+// checkMetadataRefs checks that a series' metadata refers to symbols that
+// exist. Ref 0 is the empty string even in an empty table.
+func checkMetadataRefs(m rwpb.V2Metadata, symbols int) error {
+	for _, ref := range [...]uint32{m.HelpRef, m.UnitRef} {
+		if ref != 0 && int(ref) >= symbols {
+			return fmt.Errorf("%w: metadata ref %d out of range of the %d symbols", errBadRef, ref, symbols)
+		}
+	}
+	return nil
+}
+
+// symbolAt returns symbols[ref], or "" if ref is out of range (checked
+// before, or ref 0 of an empty table).
+func symbolAt(symbols []string, ref uint32) string {
+	if int(ref) < len(symbols) {
+		return symbols[ref]
+	}
+	return ""
 }

@@ -1,0 +1,147 @@
+package remotewrite
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/strata-db/strata/internal/head"
+)
+
+// Benchmark shape: 1000 series of 10 labels, one sample each per request,
+// the shape of a Prometheus remote-write queue shard's batch.
+const (
+	benchSeries = 1000
+	benchLabels = 10
+)
+
+func benchLabelSets() []labels.Labels {
+	out := make([]labels.Labels, benchSeries)
+	for i := range out {
+		out[i] = labels.FromStrings(
+			"__name__", fmt.Sprintf("node_metric_%d_total", i%50), "cluster", "eu-1", "cpu", fmt.Sprint(i%16),
+			"env", "prod", "instance", fmt.Sprintf("10.0.%d.%d:9100", i/250, i%250), "job", "node",
+			"mode", []string{"idle", "user", "system", "iowait"}[i%4], "region", "eu-west-1", "team", "infra", "zone", "eu-west-1a")
+	}
+	return out
+}
+
+// benchBodies encodes n consecutive requests of the given version, the
+// first being the first-th of the stream (timestamps 15s apart).
+func benchBodies(version, n, first int) [][]byte {
+	lsets := benchLabelSets()
+	bodies := make([][]byte, n)
+	for r := range n {
+		t := int64(first+r) * 15000
+		var pb []byte
+		if version == 1 {
+			req := &prompb.WriteRequest{}
+			for i, l := range lsets {
+				var ls []prompb.Label
+				l.Range(func(l labels.Label) { ls = append(ls, prompb.Label{Name: l.Name, Value: l.Value}) })
+				req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: ls, Samples: []prompb.Sample{{Timestamp: t, Value: float64(i + r)}}})
+			}
+			pb, _ = req.Marshal()
+		} else {
+			st := writev2.NewSymbolTable()
+			req := &writev2.Request{}
+			for i, l := range lsets {
+				req.Timeseries = append(req.Timeseries, writev2.TimeSeries{
+					LabelsRefs: st.SymbolizeLabels(l, nil),
+					Samples:    []writev2.Sample{{Timestamp: t, Value: float64(i + r)}},
+				})
+			}
+			req.Symbols = st.Symbols()
+			pb, _ = req.Marshal()
+		}
+		bodies[r] = snappy.Encode(nil, pb)
+	}
+	return bodies
+}
+
+// BenchmarkWrite measures a remote-write request from body to commit —
+// snappy, protobuf decoding, labels, append and the WAL write — against a
+// real store, in steady state: the series exist and the buffers have
+// grown. Requests are encoded before the timer starts.
+//
+//	go test ./internal/ingest/remotewrite -run NONE -bench BenchmarkWrite -benchmem -count=6 | tee new.txt
+//	benchstat old.txt new.txt
+func BenchmarkWrite(b *testing.B) {
+	for _, version := range []int{1, 2} {
+		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) {
+			bodies := benchBodies(version, 240, 0) // two chunks' worth per series
+			opts := head.DefaultOptions()
+			opts.WALDir = b.TempDir()
+			opts.CheckpointMinBytes = 1 << 62
+			opts.CheckpointOnClose = false
+			hd, err := head.Open(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer hd.Close()
+			h := NewHandler(hd, DefaultOptions())
+			ct := "application/x-protobuf"
+			if version == 2 {
+				ct += ";proto=io.prometheus.write.v2.Request"
+			}
+			req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
+			req.Header.Set("Content-Type", ct)
+			req.Header.Set("Content-Encoding", "snappy")
+			w := &discardWriter{h: http.Header{}}
+			rd := &bytes.Reader{}
+			send := func(i int) {
+				rd.Reset(bodies[i%len(bodies)])
+				req.Body = readCloser{rd}
+				w.code = 0
+				h.ServeHTTP(w, req)
+				if w.code != http.StatusNoContent {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+			// Warm up: create the series and grow the buffers. When the
+			// encoded requests run out, the next ones continue their
+			// timestamps.
+			send(0)
+			i := 1
+			b.ReportAllocs()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				if i%len(bodies) == 0 {
+					b.StopTimer()
+					bodies = benchBodies(version, len(bodies), i)
+					b.StartTimer()
+				}
+				send(i)
+				i++
+			}
+			runtime.ReadMemStats(&after)
+			samples := float64(b.N * benchSeries)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/samples, "ns/sample")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/samples, "B/sample")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/samples, "allocs/sample")
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps only the status.
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(code int)        { w.code = code }
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }

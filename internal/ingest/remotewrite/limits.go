@@ -1,0 +1,101 @@
+package remotewrite
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/time/rate"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// Limits protect the server from senders that send too much or too big.
+// A zero field means no limit.
+type Limits struct {
+	// MaxLabelsPerSeries bounds the labels of one series, metric name
+	// included.
+	MaxLabelsPerSeries int
+	// MaxLabelNameLength and MaxLabelValueLength bound label names and
+	// values, in bytes.
+	MaxLabelNameLength  int
+	MaxLabelValueLength int
+	// MaxSamplesPerSecond bounds the rate of accepted samples and
+	// histograms, over all senders; a request that would exceed it gets
+	// 429 and is retried by the sender later. Bursts of up to one second's
+	// worth are allowed.
+	MaxSamplesPerSecond float64
+}
+
+// DefaultLimits returns the limits strata runs with unless told otherwise:
+// generous enough for any well-behaved sender, tight enough to stop a
+// runaway label from turning into megabytes of index. The label limits are
+// those Prometheus' own scrape limits and Mimir use as sensible defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxLabelsPerSeries:  40,
+		MaxLabelNameLength:  1024,
+		MaxLabelValueLength: 4096,
+	}
+}
+
+// errLimit marks a series refused because it is over a label limit.
+var errLimit = errors.New("over limit")
+
+// checkLabel checks one label against the limits and for valid, non-empty
+// names; label values and names must be valid UTF-8.
+func (l *Limits) checkLabel(name, value string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty label name", storage.ErrInvalidLabels)
+	case l.MaxLabelNameLength > 0 && len(name) > l.MaxLabelNameLength:
+		return fmt.Errorf("%w: label name %.64q... is %d bytes long, the limit is %d (--remote-write.max-label-name-length)", errLimit, name, len(name), l.MaxLabelNameLength)
+	case l.MaxLabelValueLength > 0 && len(value) > l.MaxLabelValueLength:
+		return fmt.Errorf("%w: value of label %q is %d bytes long, the limit is %d (--remote-write.max-label-value-length)", errLimit, name, len(value), l.MaxLabelValueLength)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: label name %q is not valid UTF-8", storage.ErrInvalidLabels, name)
+	case !utf8.ValidString(value):
+		return fmt.Errorf("%w: value of label %q is not valid UTF-8", storage.ErrInvalidLabels, name)
+	}
+	return nil
+}
+
+func (l *Limits) checkCount(n int) error {
+	if l.MaxLabelsPerSeries > 0 && n > l.MaxLabelsPerSeries {
+		return fmt.Errorf("%w: series has %d labels, the limit is %d (--remote-write.max-labels-per-series)", errLimit, n, l.MaxLabelsPerSeries)
+	}
+	return nil
+}
+
+// rateLimiter admits samples at most at a configured rate; nil admits
+// everything.
+type rateLimiter struct {
+	l *rate.Limiter
+}
+
+func newRateLimiter(perSecond float64) *rateLimiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	burst := int(min(perSecond, 1<<30))
+	return &rateLimiter{l: rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))}
+}
+
+// allow reports whether n more samples may be accepted now, taking them
+// from the budget if so. A request larger than a second's worth is let
+// through when the budget is full, so that no request is refused forever.
+func (r *rateLimiter) allow(n int) bool {
+	if r == nil || n == 0 {
+		return true
+	}
+	now := time.Now()
+	if n > r.l.Burst() {
+		if r.l.TokensAt(now) < float64(r.l.Burst()) {
+			return false
+		}
+		r.l.AllowN(now, r.l.Burst())
+		return true
+	}
+	return r.l.AllowN(now, n)
+}
