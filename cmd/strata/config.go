@@ -40,6 +40,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", lim.MaxLabelNameLength, "longest label name in bytes; 0 for no limit")
 	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
 	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders; requests over it get 429 and are retried; 0 for no limit")
+	fs.IntVar(&sc.MaxExemplars, "storage.max-exemplars", sc.MaxExemplars, "how many exemplars to keep, the newest of all series together (about 100 bytes each); 0 keeps none")
 	fs.IntVar(&sc.MaxSeries, "storage.max-series", sc.MaxSeries, "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
 	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
 	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
@@ -69,6 +70,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--remote-write limits must not be negative")
 	case sc.MaxSeries < 0:
 		return cfg, fmt.Errorf("--storage.max-series must not be negative")
+	case sc.MaxExemplars < 0:
+		return cfg, fmt.Errorf("--storage.max-exemplars must not be negative")
 	case sc.LookbackDelta <= 0:
 		return cfg, fmt.Errorf("--query.lookback-delta must be positive")
 	case sc.QueryTimeout <= 0:

@@ -47,6 +47,9 @@ type Options struct {
 	LookbackDelta time.Duration
 	// Metadata answers /api/v1/metadata; nil answers it with no metadata.
 	Metadata MetadataSource
+	// Exemplars answers /api/v1/query_exemplars; nil answers it with no
+	// exemplars.
+	Exemplars storage.ExemplarQueryable
 	// Version is reported by /api/v1/status/buildinfo. Grafana reads it
 	// to decide which Prometheus features it may use.
 	Version string
@@ -70,6 +73,7 @@ type API struct {
 	queryTimeout  time.Duration
 	lookbackDelta time.Duration
 	metadata      MetadataSource
+	exemplars     storage.ExemplarQueryable
 	buildInfo     buildInfo
 }
 
@@ -84,6 +88,7 @@ func New(opts Options) *API {
 		queryTimeout:  opts.QueryTimeout,
 		lookbackDelta: opts.LookbackDelta,
 		metadata:      opts.Metadata,
+		exemplars:     opts.Exemplars,
 		buildInfo:     newBuildInfo(opts.Version),
 	}
 	if a.parser == nil {
@@ -115,6 +120,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		{getOnly, "/api/v1/label/{name}/values", a.labelValues},
 		{getOnly, "/api/v1/status/buildinfo", a.serveBuildInfo},
 		{getOnly, "/api/v1/metadata", a.metricMetadata},
+		{getPost, "/api/v1/query_exemplars", a.queryExemplars},
 	} {
 		h := a.handler(e.serve)
 		for _, m := range e.methods {

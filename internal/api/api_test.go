@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
 
 	stratastorage "github.com/strata-db/strata/internal/storage"
@@ -112,6 +114,40 @@ func newTestEngine(p parser.Parser) *promql.Engine {
 
 // newTestAPI serves store behind a mux. The clock is fixed at 5 minutes
 // into the fixture, so an instant query without time is deterministic.
+// fakeExemplars is an ExemplarQueryable over fixed results; it honours
+// matchers and the time range.
+type fakeExemplars []exemplar.QueryResult
+
+func (f fakeExemplars) ExemplarQuerier(context.Context) (storage.ExemplarQuerier, error) {
+	return f, nil
+}
+
+func (f fakeExemplars) Select(start, end int64, sets ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
+	out := []exemplar.QueryResult{}
+	for _, qr := range f {
+		for _, set := range sets {
+			ok := true
+			for _, m := range set {
+				ok = ok && m.Matches(qr.SeriesLabels.Get(m.Name))
+			}
+			if !ok {
+				continue
+			}
+			var es []exemplar.Exemplar
+			for _, e := range qr.Exemplars {
+				if e.Ts >= start && e.Ts <= end {
+					es = append(es, e)
+				}
+			}
+			if len(es) > 0 {
+				out = append(out, exemplar.QueryResult{SeriesLabels: qr.SeriesLabels, Exemplars: es})
+			}
+			break
+		}
+	}
+	return out, nil
+}
+
 // fakeMetadata is a MetadataSource over a map.
 type fakeMetadata map[string]stratastorage.Metadata
 
@@ -187,7 +223,24 @@ func goldenCases() []goldenCase {
 			"untyped":             {},
 		}
 	}
+	withExemplars := func(o *Options) {
+		o.Exemplars = fakeExemplars{{
+			SeriesLabels: labels.FromStrings("__name__", "rpc_duration_seconds_bucket", "le", "0.5", "job", "api"),
+			Exemplars: []exemplar.Exemplar{
+				{Labels: labels.FromStrings("trace_id", "abc"), Value: 0.31, Ts: 100_500, HasTs: true},
+				{Labels: labels.FromStrings("trace_id", "def"), Value: 0.42, Ts: 200_000, HasTs: true},
+			},
+		}}
+	}
 	return []goldenCase{
+		// Exemplars.
+		{name: "exemplars", path: "/api/v1/query_exemplars", query: q("query", `histogram_quantile(0.9, rate(rpc_duration_seconds_bucket{job="api"}[5m]))`, "start", "0", "end", "300"), opts: withExemplars, status: 200},
+		{name: "exemplars_time_range", path: "/api/v1/query_exemplars", query: q("query", "rpc_duration_seconds_bucket", "start", "150", "end", "300"), opts: withExemplars, status: 200},
+		{name: "exemplars_no_match", path: "/api/v1/query_exemplars", query: q("query", `rpc_duration_seconds_bucket{job="db"}`), opts: withExemplars, status: 200},
+		{name: "exemplars_no_selector", path: "/api/v1/query_exemplars", query: q("query", "1+1"), opts: withExemplars, status: 200},
+		{name: "exemplars_post", method: "POST", path: "/api/v1/query_exemplars", form: q("query", "rpc_duration_seconds_bucket"), opts: withExemplars, status: 200},
+		{name: "exemplars_bad_query", path: "/api/v1/query_exemplars", query: q("query", "sum("), opts: withExemplars, status: 400},
+		{name: "exemplars_end_before_start", path: "/api/v1/query_exemplars", query: q("query", "up", "start", "10", "end", "5"), opts: withExemplars, status: 400},
 		// Metric metadata.
 		{name: "metadata_all", path: "/api/v1/metadata", opts: withMetadata, status: 200},
 		{name: "metadata_metric", path: "/api/v1/metadata", query: q("metric", "temperature"), opts: withMetadata, status: 200},

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 
@@ -119,6 +120,14 @@ func (db *DB) Metadata(metric string) map[string]storage.Metadata {
 	return map[string]storage.Metadata{}
 }
 
+// ExemplarQuerier implements Prometheus' storage.ExemplarQueryable.
+func (db *DB) ExemplarQuerier(ctx context.Context) (promstorage.ExemplarQuerier, error) {
+	if h, _ := db.get(); h != nil {
+		return h.ExemplarQuerier(ctx)
+	}
+	return nil, storage.ErrNotReady
+}
+
 // Close waits for opening to finish and closes the store.
 func (db *DB) Close() error {
 	<-db.ready
@@ -135,6 +144,9 @@ func (db *DB) Close() error {
 type notReadyAppender struct{}
 
 func (notReadyAppender) Append(storage.SeriesRef, labels.Labels, storage.Sample) (storage.SeriesRef, error) {
+	return 0, storage.ErrNotReady
+}
+func (notReadyAppender) AppendExemplar(storage.SeriesRef, labels.Labels, exemplar.Exemplar) (storage.SeriesRef, error) {
 	return 0, storage.ErrNotReady
 }
 func (notReadyAppender) SetMetadata(string, storage.Metadata) error { return storage.ErrNotReady }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/record"
@@ -45,12 +46,15 @@ type appender struct {
 	// metadata are the changed metadata entries of this batch, their
 	// strings copied.
 	metadata []record.RefMetadata
+	// exemplars of this batch, their labels copied.
+	exemplars []record.RefExemplar
 
 	logSeries   []record.RefSeries
 	seriesBuf   []byte
 	samplesBuf  []byte
 	metadataBuf []byte
-	recs        [3][]byte
+	exemplarBuf []byte
+	recs        [4][]byte
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
@@ -102,6 +106,36 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 	return s.ref, nil
 }
 
+// AppendExemplar implements storage.Appender.
+func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e exemplar.Exemplar) (storage.SeriesRef, error) {
+	h := a.head
+	if h.opts.MaxExemplars <= 0 {
+		return ref, nil
+	}
+	var s *memSeries
+	if ref != 0 {
+		s = h.series.getByRef(ref)
+	}
+	if s == nil {
+		if s = h.series.getByHash(lset.Hash(), lset); s == nil {
+			// Exemplars come with samples, which create the series.
+			return 0, fmt.Errorf("%w: exemplar for series %s, which has no samples", storage.ErrInvalidLabels, lset)
+		}
+	}
+	dup, err := h.exemplars.validate(s.ref, e)
+	if err != nil {
+		return s.ref, fmt.Errorf("%w: series %s, timestamp %d", err, s.lset, e.Ts)
+	}
+	if dup {
+		return s.ref, nil
+	}
+	if !s.logged.Load() && s != a.last {
+		a.unlogged = append(a.unlogged, s)
+	}
+	a.exemplars = append(a.exemplars, record.RefExemplar{Ref: s.ref, T: e.Ts, V: e.Value, HasTs: e.HasTs, Labels: e.Labels.Copy()})
+	return s.ref, nil
+}
+
 // SetMetadata implements storage.Appender.
 func (a *appender) SetMetadata(metricName string, m storage.Metadata) error {
 	if metricName == "" {
@@ -148,6 +182,10 @@ func (a *appender) Commit() error {
 		a.metadataBuf = record.EncodeMetadata(a.metadataBuf[:0], a.metadata)
 		recs = append(recs, a.metadataBuf)
 	}
+	if len(a.exemplars) > 0 {
+		a.exemplarBuf = record.EncodeExemplars(a.exemplarBuf[:0], a.exemplars)
+		recs = append(recs, a.exemplarBuf)
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -161,6 +199,9 @@ func (a *appender) Commit() error {
 	}
 	if len(a.metadata) > 0 {
 		h.metadata.set(a.metadata)
+	}
+	if len(a.exemplars) > 0 {
+		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
 	// Apply, holding each series' lock once for a run of its samples.
@@ -204,11 +245,13 @@ func (a *appender) release() {
 	clear(a.logSeries)
 	clear(a.metadata)
 	a.metadata = a.metadata[:0]
+	clear(a.exemplars)
+	a.exemplars = a.exemplars[:0]
 	a.samples = a.samples[:0]
 	a.series = a.series[:0]
 	a.unlogged = a.unlogged[:0]
 	a.logSeries = a.logSeries[:0]
-	a.recs = [3][]byte{}
+	a.recs = [4][]byte{}
 	a.last = nil
 	a.head = nil
 	appenderPool.Put(a)

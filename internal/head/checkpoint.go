@@ -123,6 +123,12 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 			return 0, err
 		}
 	}
+	if ex := h.exemplars.all(); len(ex) > 0 {
+		if err := w.Log(record.EncodeExemplars(buf[:0], ex)); err != nil {
+			w.Close()
+			return 0, err
+		}
+	}
 	written := w.BytesWritten()
 	if err := w.Close(); err != nil {
 		return 0, err

@@ -34,6 +34,9 @@ type Options struct {
 	// two. More stripes mean fewer appenders waiting on one another at the
 	// cost of a map header per stripe.
 	Stripes int
+	// MaxExemplars is how many exemplars the head keeps, the newest of all
+	// series together; 0 keeps none. Each takes about 100 bytes.
+	MaxExemplars int
 	// MaxSeries is the most series the head creates from appends; 0 means
 	// no limit. Replay is not limited: what was acknowledged is restored.
 	MaxSeries int
@@ -61,7 +64,9 @@ func DefaultOptions() Options {
 		ChunkSamples:       120,
 		Stripes:            4096,
 		CheckpointMinBytes: 128 << 20,
-		CheckpointOnClose:  true,
+		// Prometheus' default for --storage.exemplars.max-exemplars.
+		MaxExemplars:      100_000,
+		CheckpointOnClose: true,
 	}
 }
 
@@ -71,10 +76,11 @@ type Head struct {
 	logger *slog.Logger
 	wal    *wal.WAL
 
-	series   *stripeSeries
-	index    *index
-	arena    chunkArena
-	metadata metadataStore
+	series    *stripeSeries
+	index     *index
+	arena     chunkArena
+	metadata  metadataStore
+	exemplars *exemplarStore
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
 
@@ -134,10 +140,11 @@ func Open(opts Options) (*Head, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Head{
-		opts:   opts,
-		logger: logger,
-		series: newStripeSeries(opts.Stripes),
-		index:  newIndex(),
+		opts:      opts,
+		logger:    logger,
+		series:    newStripeSeries(opts.Stripes),
+		index:     newIndex(),
+		exemplars: newExemplarStore(opts.MaxExemplars),
 	}
 	if err := h.replay(); err != nil {
 		return nil, fmt.Errorf("replay WAL: %w", err)
@@ -215,6 +222,14 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 		h.stats.series.Add(1)
 	}
 	return s, created
+}
+
+// seriesLabels returns the labels of the series with ref.
+func (h *Head) seriesLabels(ref storage.SeriesRef) (labels.Labels, bool) {
+	if s := h.series.getByRef(ref); s != nil {
+		return s.lset, true
+	}
+	return labels.EmptyLabels(), false
 }
 
 // validateLabels checks what a new series must satisfy: a metric name, no

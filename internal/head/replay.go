@@ -41,6 +41,7 @@ type loader struct {
 	chunkSeries []record.RefChunkSeries
 	samples     []record.RefSample
 	metadata    []record.RefMetadata
+	exemplars   []record.RefExemplar
 	// aliases maps the ref of a series record whose labels already belong
 	// to another ref onto that ref. It stays empty unless a series was
 	// logged twice under different refs.
@@ -136,6 +137,17 @@ func (l *loader) apply(rec []byte) error {
 			return err
 		}
 		l.h.metadata.set(l.metadata)
+	case record.Exemplars:
+		if l.exemplars, err = l.dec.Exemplars(rec, l.exemplars[:0]); err != nil {
+			return err
+		}
+		for i := range l.exemplars {
+			if a, ok := l.aliases[l.exemplars[i].Ref]; ok {
+				l.exemplars[i].Ref = a
+			}
+		}
+		l.h.exemplars.add(l.exemplars, l.h.seriesLabels)
+		clear(l.exemplars)
 	default:
 		return fmt.Errorf("unknown record type %d", rec[0])
 	}

@@ -35,6 +35,8 @@ const (
 	ChunkSeries Type = 3
 	// Metadata records hold the type, help and unit of metric families.
 	Metadata Type = 4
+	// Exemplars records hold exemplars of series introduced earlier.
+	Exemplars Type = 5
 )
 
 func (t Type) String() string {
@@ -47,6 +49,8 @@ func (t Type) String() string {
 		return "chunk series"
 	case Metadata:
 		return "metadata"
+	case Exemplars:
+		return "exemplars"
 	default:
 		return fmt.Sprintf("unknown(%d)", uint8(t))
 	}
@@ -59,7 +63,7 @@ func Kind(rec []byte) Type {
 		return Unknown
 	}
 	switch t := Type(rec[0]); t {
-	case Series, Samples, ChunkSeries, Metadata:
+	case Series, Samples, ChunkSeries, Metadata, Exemplars:
 		return t
 	}
 	return Unknown

@@ -189,7 +189,8 @@ func TestKind(t *testing.T) {
 		{[]byte{2, 0}, Samples},
 		{[]byte{3}, ChunkSeries},
 		{[]byte{4}, Metadata},
-		{[]byte{5}, Unknown},
+		{[]byte{5}, Exemplars},
+		{[]byte{6}, Unknown},
 		{[]byte{255}, Unknown},
 	}
 	for _, tc := range cases {

@@ -40,6 +40,8 @@ type Config struct {
 	RemoteWriteLimits   remotewrite.Limits
 	// MaxSeries bounds the series in the store; 0 means no limit.
 	MaxSeries int
+	// MaxExemplars is how many exemplars the store keeps; 0 keeps none.
+	MaxExemplars int
 
 	LookbackDelta       time.Duration
 	QueryTimeout        time.Duration
@@ -60,6 +62,7 @@ func DefaultConfig() Config {
 		WALSegmentSize:      db.DefaultOptions().Head.WAL.SegmentSize,
 		RemoteWriteMaxBytes: remotewrite.DefaultOptions().MaxBodyBytes,
 		RemoteWriteLimits:   remotewrite.DefaultLimits(),
+		MaxExemplars:        db.DefaultOptions().Head.MaxExemplars,
 		LookbackDelta:       5 * time.Minute,
 		QueryTimeout:        2 * time.Minute,
 		QueryMaxSamples:     50000000,
@@ -86,6 +89,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	dbOpts.Head.WAL.SegmentSize = cfg.WALSegmentSize
 	dbOpts.Head.WAL.Sync = cfg.WALSync
 	dbOpts.Head.MaxSeries = cfg.MaxSeries
+	dbOpts.Head.MaxExemplars = cfg.MaxExemplars
 	dbOpts.Logger = logger
 	store := db.Open(dbOpts)
 
@@ -125,6 +129,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		QueryTimeout:  cfg.QueryTimeout,
 		LookbackDelta: cfg.LookbackDelta,
 		Metadata:      store,
+		Exemplars:     store,
 		Version:       cfg.Version,
 	}).Register(apiMux)
 	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))

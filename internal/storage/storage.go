@@ -9,8 +9,10 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -57,6 +59,11 @@ type Appender interface {
 	// of the sentinel errors below; the appender stays usable and the other
 	// samples of the batch are unaffected.
 	Append(ref SeriesRef, lset labels.Labels, s Sample) (SeriesRef, error)
+	// AppendExemplar attaches an exemplar to the series with labels lset
+	// (or ref, as for Append); it is stored with the batch. e.Labels is
+	// not retained after the call. An exact repeat of the series' newest
+	// exemplar is accepted and dropped.
+	AppendExemplar(ref SeriesRef, lset labels.Labels, e exemplar.Exemplar) (SeriesRef, error)
 	// SetMetadata records the type, help and unit of the metric family
 	// metricName, replacing what was recorded before; it is stored with
 	// the batch. m's strings are not retained after the call.
@@ -83,6 +90,13 @@ var (
 	// ErrSeriesLimit: the sample would create a series beyond the store's
 	// configured maximum. Samples of existing series are still accepted.
 	ErrSeriesLimit = errors.New("series limit reached")
+
+	// ErrOutOfOrderExemplar: the exemplar is older than the newest
+	// exemplar of its series.
+	ErrOutOfOrderExemplar = errors.New("out of order exemplar")
+	// ErrExemplarLabelLength: the exemplar's labels are longer than
+	// OpenMetrics allows (128 UTF-8 characters, names and values together).
+	ErrExemplarLabelLength = fmt.Errorf("exemplar labels exceed %d UTF-8 characters", exemplar.ExemplarMaxLabelSetLength)
 
 	// ErrNotReady: the store is still replaying its WAL or is closing.
 	ErrNotReady = errors.New("storage not ready")

@@ -85,7 +85,10 @@ type scratch struct {
 	v1      rwpb.V1Request
 	v2      rwpb.V2Request
 	labels  labelBuilder
-	rj      rejections
+	// exemplarLabels builds exemplar label sets, so that building one
+	// does not overwrite the labels of the series it belongs to.
+	exemplarLabels labelBuilder
+	rj             rejections
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{} }}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -99,6 +100,9 @@ func (notReady) Appender(context.Context) storage.Appender { return notReadyApp{
 type notReadyApp struct{}
 
 func (notReadyApp) Append(storage.SeriesRef, labels.Labels, storage.Sample) (storage.SeriesRef, error) {
+	return 0, storage.ErrNotReady
+}
+func (notReadyApp) AppendExemplar(storage.SeriesRef, labels.Labels, exemplar.Exemplar) (storage.SeriesRef, error) {
 	return 0, storage.ErrNotReady
 }
 func (notReadyApp) SetMetadata(string, storage.Metadata) error { return storage.ErrNotReady }

@@ -99,6 +99,46 @@ func (lb *labelBuilder) finish(hasName bool, lim *Limits, sort bool) (labels.Lab
 	return lb.lset, nil
 }
 
+// v1Exemplar builds an exemplar's label set: no metric name needed, empty
+// values kept out, the length limit checked by the store.
+func (lb *labelBuilder) v1Exemplar(pairs []rwpb.Label) (labels.Labels, error) {
+	lb.b.Reset()
+	for _, l := range pairs {
+		if l.Name == "" {
+			return labels.EmptyLabels(), fmt.Errorf("%w: empty exemplar label name", storage.ErrInvalidLabels)
+		}
+		if l.Value != "" {
+			lb.b.Add(l.Name, l.Value)
+		}
+	}
+	lb.b.Sort()
+	lb.b.Overwrite(&lb.lset)
+	return lb.lset, nil
+}
+
+// v2Exemplar builds an exemplar's label set from refs into symbols.
+func (lb *labelBuilder) v2Exemplar(refs []uint32, symbols []string) (labels.Labels, error) {
+	if len(refs)%2 != 0 {
+		return labels.EmptyLabels(), fmt.Errorf("%w: odd number of exemplar label refs (%d)", storage.ErrInvalidLabels, len(refs))
+	}
+	lb.b.Reset()
+	for i := 0; i < len(refs); i += 2 {
+		if int(refs[i]) >= len(symbols) || int(refs[i+1]) >= len(symbols) {
+			return labels.EmptyLabels(), fmt.Errorf("%w: exemplar label ref out of range of the %d symbols", errBadRef, len(symbols))
+		}
+		name, value := symbols[refs[i]], symbols[refs[i+1]]
+		if name == "" {
+			return labels.EmptyLabels(), fmt.Errorf("%w: empty exemplar label name", storage.ErrInvalidLabels)
+		}
+		if value != "" {
+			lb.b.Add(name, value)
+		}
+	}
+	lb.b.Sort()
+	lb.b.Overwrite(&lb.lset)
+	return lb.lset, nil
+}
+
 // errBadRef marks a reference into the symbols table that is out of range.
 var errBadRef = errors.New("invalid symbol reference")
 

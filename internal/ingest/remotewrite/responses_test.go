@@ -44,7 +44,8 @@ type v2Series struct {
 	samples    []writev2.Sample
 	histograms []writev2.Histogram
 	help       string
-	rawRefs    []uint32 // if set, used instead of labels
+	rawRefs    []uint32   // if set, used instead of labels
+	exemplars  [][]string // label pairs of exemplars at the first sample's timestamp
 }
 
 var goodV2 = v2Series{labels: []string{"__name__", "good", "job", "a"}, samples: []writev2.Sample{{Timestamp: 1000, Value: 1}, {Timestamp: 2000, Value: 2}}}
@@ -61,6 +62,13 @@ func v2(series ...v2Series) func(*testing.T) []byte {
 				}
 			}
 			ts.Metadata.HelpRef = st.Symbolize(s.help)
+			for _, ex := range s.exemplars {
+				e := writev2.Exemplar{Value: 0.5, Timestamp: s.samples[0].Timestamp}
+				for _, l := range ex {
+					e.LabelsRefs = append(e.LabelsRefs, st.Symbolize(l))
+				}
+				ts.Exemplars = append(ts.Exemplars, e)
+			}
 			req.Timeseries = append(req.Timeseries, ts)
 		}
 		req.Symbols = st.Symbols()
@@ -101,6 +109,16 @@ func v1Cases() []responseCase {
 			h.Histograms = []prompb.Histogram{{Timestamp: 1, Schema: 0, ZeroThreshold: 1e-128}}
 			return v1(goodV1, h)(t)
 		}},
+		{name: "with exemplar", wantGood: 2, body: func(t *testing.T) []byte {
+			g := goodV1
+			g.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: 2000}}
+			return v1(g)(t)
+		}},
+		{name: "exemplar labels too long", wantGood: 2, body: func(t *testing.T) []byte {
+			g := goodV1
+			g.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: strings.Repeat("x", 200)}}, Value: 0.5, Timestamp: 2000}}
+			return v1(g)(t)
+		}},
 		{name: "too many labels", wantGood: 2, opts: func(o *Options) { o.Limits.MaxLabelsPerSeries = 2 },
 			body: v1(goodV1, ts([]string{"__name__", "x", "a", "1", "b", "2"}, prompb.Sample{Timestamp: 1, Value: 1}))},
 		{name: "label value too long", wantGood: 2, opts: func(o *Options) { o.Limits.MaxLabelValueLength = 5 },
@@ -140,6 +158,15 @@ func v2Cases() []responseCase {
 		{name: "out of order", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "x"}, samples: []writev2.Sample{{Timestamp: 5, Value: 1}, {Timestamp: 4, Value: 1}}})},
 		{name: "same timestamp other value", wantGood: 2, body: v2(v2Series{labels: []string{"__name__", "x"}, samples: []writev2.Sample{{Timestamp: 5, Value: 1}, {Timestamp: 5, Value: 2}}}, goodV2)},
 		{name: "with metadata", wantGood: 2, body: v2(v2Series{labels: goodV2.labels, samples: goodV2.samples, help: "Requests served."})},
+		{name: "with exemplar", wantGood: 2, body: v2(v2Series{labels: goodV2.labels, samples: goodV2.samples, exemplars: [][]string{{"trace_id", "abc"}}})},
+		{name: "exemplar ref out of range", wantGood: 2, body: func(t *testing.T) []byte {
+			req := &writev2.Request{Symbols: []string{"", "__name__", "good", "job", "a"}, Timeseries: []writev2.TimeSeries{{
+				LabelsRefs: []uint32{1, 2, 3, 4}, Samples: goodV2.samples,
+				Exemplars: []writev2.Exemplar{{LabelsRefs: []uint32{1, 42}, Value: 1, Timestamp: 1000}},
+			}}}
+			pb, _ := req.Marshal()
+			return snappy.Encode(nil, pb)
+		}},
 		{name: "series limit", wantGood: 2, maxSeries: 1, body: v2(goodV2, x("__name__", "one_too_many"))},
 	}...)
 }

@@ -43,6 +43,7 @@ func TestRealSender(t *testing.T) {
 		LabelsRefs: refs,
 		Samples:    []writev2.Sample{{Timestamp: 1000, Value: 1}, {Timestamp: 2000, Value: 0}, {Timestamp: 3000, Value: 1}},
 		Metadata:   writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: st.Symbolize("Target is up.")},
+		Exemplars:  []writev2.Exemplar{{LabelsRefs: []uint32{st.Symbolize("trace_id"), st.Symbolize("4bf92f35")}, Value: 1, Timestamp: 3000}},
 	}}}
 	req.Symbols = st.Symbols()
 	stats, err := client.Write(context.Background(), remoteapi.WriteV2MessageType, req)
@@ -51,8 +52,13 @@ func TestRealSender(t *testing.T) {
 	}
 	// The client also fails a 2.0 write whose response lacks the
 	// written-headers, so getting here means they were sent.
-	if stats.Samples != 3 {
-		t.Fatalf("2.0 write: client read %+v, want 3 samples written", stats)
+	if stats.Samples != 3 || stats.Exemplars != 1 {
+		t.Fatalf("2.0 write: client read %+v, want 3 samples and 1 exemplar written", stats)
+	}
+	eq, _ := hd.ExemplarQuerier(context.Background())
+	ex, err := eq.Select(0, 10000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "v2")})
+	if err != nil || len(ex) != 1 || len(ex[0].Exemplars) != 1 || ex[0].Exemplars[0].Labels.Get("trace_id") != "4bf92f35" {
+		t.Fatalf("stored exemplars %+v, %v", ex, err)
 	}
 
 	wantMD := map[string]storage.Metadata{

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/ingest/remotewrite/rwpb"
@@ -64,7 +65,9 @@ func isBadData(err error) bool {
 	return errors.Is(err, storage.ErrOutOfOrderSample) ||
 		errors.Is(err, storage.ErrDuplicateSampleForTimestamp) ||
 		errors.Is(err, storage.ErrInvalidLabels) ||
-		errors.Is(err, storage.ErrSeriesLimit)
+		errors.Is(err, storage.ErrSeriesLimit) ||
+		errors.Is(err, storage.ErrOutOfOrderExemplar) ||
+		errors.Is(err, storage.ErrExemplarLabelLength)
 }
 
 // batch is one request being appended.
@@ -73,12 +76,15 @@ type batch struct {
 	rj      *rejections
 	written written
 	total   int
+	// ref is the series the last samples went to, for its exemplars.
+	ref storage.SeriesRef
 }
 
 // samples appends one series' float samples. It returns an error only for
 // a server fault, after which the request must be abandoned.
 func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
 	var ref storage.SeriesRef
+	defer func() { b.ref = ref }()
 	for i, s := range ss {
 		var err error
 		ref, err = b.app.Append(ref, lset, storage.Sample{T: s.Timestamp, V: s.Value})
@@ -95,6 +101,21 @@ func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
 			return nil
 		}
 		b.rj.add(1, err)
+	}
+	return nil
+}
+
+// exemplar appends one exemplar to the series of the last samples call. It
+// returns an error only for a server fault.
+func (b *batch) exemplar(lset labels.Labels, e exemplar.Exemplar) error {
+	_, err := b.app.AppendExemplar(b.ref, lset, e)
+	switch {
+	case err == nil:
+		b.written.exemplars++
+	case isBadData(err):
+		b.rj.add(0, err)
+	default:
+		return err
 	}
 	return nil
 }
@@ -162,8 +183,25 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 		if err := b.samples(lset, ts.Samples); err != nil {
 			return b.finish(err)
 		}
+		for _, ex := range ts.Exemplars {
+			el, err := sc.exemplarLabels.v1Exemplar(ex.Labels)
+			if err != nil {
+				b.rj.add(0, fmt.Errorf("exemplar of series %s: %w", lset, err))
+				continue
+			}
+			if err := b.exemplar(lset, toExemplar(el, ex)); err != nil {
+				return b.finish(err)
+			}
+		}
 	}
 	return b.finish(nil)
+}
+
+// toExemplar makes a storage exemplar of a decoded one with labels el. An
+// exemplar without a timestamp of its own is stamped with 0 on the wire,
+// as in Prometheus' conversion.
+func toExemplar(el labels.Labels, ex rwpb.Exemplar) exemplar.Exemplar {
+	return exemplar.Exemplar{Labels: el, Value: ex.Value, Ts: ex.Timestamp, HasTs: ex.Timestamp != 0}
 }
 
 func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
@@ -210,6 +248,16 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 		}
 		if err := b.samples(lset, ts.Samples); err != nil {
 			return b.finish(err)
+		}
+		for _, ex := range ts.Exemplars {
+			el, err := sc.exemplarLabels.v2Exemplar(ex.LabelRefs, req.Symbols)
+			if err != nil {
+				b.rj.add(0, fmt.Errorf("exemplar of series %s: %w", lset, err))
+				continue
+			}
+			if err := b.exemplar(lset, toExemplar(el, ex)); err != nil {
+				return b.finish(err)
+			}
 		}
 	}
 	return b.finish(nil)
