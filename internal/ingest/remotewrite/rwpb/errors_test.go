@@ -48,6 +48,9 @@ func TestErrors(t *testing.T) {
 		{name: "unknown fixed64 truncated", in: append(pb(nil).tag(7, wireFixed64), 1, 2), kind: kindTruncated, off: 1, field: "field 7"},
 		{name: "unknown fixed32 truncated", in: append(pb(nil).tag(7, wireFixed32), 1, 2), kind: kindTruncated, off: 1, field: "field 7"},
 		{name: "unknown bytes past end", in: append(pb(nil).tag(7, wireBytes), 3, 1), kind: kindLength, off: 1, field: "field 7"},
+		// In the packed cases, a byte after the field completes the value
+		// the generated decoder reads on past the field's end, so that it
+		// accepts the input.
 		{name: "packed doubles not a multiple of 8", in: hist(append(pb(nil).bytes(13, make([]byte, 7)), 0).varint(15, 1)), kind: kindPacked, off: 13, field: "timeseries[0].histograms[0].positive_counts", gogoAccepts: true},
 		{name: "packed varint past end of field", in: hist(append(pb(nil).bytes(12, []byte{0x80}), 0x01).varint(15, 1)), kind: kindPacked, off: 14, field: "timeseries[0].histograms[0].positive_deltas", gogoAccepts: true},
 		{name: "span wrong wire type", in: hist(pb(nil).bytes(11, pb(nil).fixed32(1, 1))), kind: kindWireType, off: 14, field: "timeseries[0].histograms[0].positive_spans[0].offset"},

@@ -25,7 +25,18 @@ func packedUint32s(dst []uint32, b []byte, i int, field string) ([]uint32, int, 
 		return dst, i, err
 	}
 	p := b[:end]
-	for j := start; j < end; {
+	for j := start; j < len(p); {
+		// Refs into a symbol table of up to 16384 symbols take one or two
+		// bytes; decode those without the general loop.
+		if c := p[j]; c < 0x80 {
+			dst = append(dst, uint32(c))
+			j++
+			continue
+		} else if j+1 < len(p) && p[j+1] < 0x80 {
+			dst = append(dst, uint32(c&0x7f)|uint32(p[j+1])<<7)
+			j += 2
+			continue
+		}
 		v, k := varint(p, j)
 		if k < 0 {
 			return dst, i, packedVarintErr(k, j, field)

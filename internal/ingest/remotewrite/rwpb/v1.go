@@ -121,14 +121,24 @@ func (r *V1Request) series(b []byte, i int, s *V1Series) error {
 		)
 		switch tag {
 		case 1<<3 | wireBytes:
-			if start, end, err = length(b, j, "labels"); err != nil {
-				return err
+			// Encoders write the labels back to back: decode the run in a
+			// loop of its own, appending to a local copy of the slice.
+			labels := a.labels
+			for {
+				if start, end, err = length(b, j, "labels"); err != nil {
+					return err
+				}
+				l, err := label(b[:end], start)
+				if err != nil {
+					return within(err, "labels", len(labels)-lLo)
+				}
+				labels = append(labels, l)
+				if end >= len(b) || b[end] != 1<<3|wireBytes {
+					break
+				}
+				j = end + 1
 			}
-			l, err := label(b[:end], start)
-			if err != nil {
-				return within(err, "labels", len(a.labels)-lLo)
-			}
-			a.labels = append(a.labels, l)
+			a.labels = labels
 		case 2<<3 | wireBytes:
 			if start, end, err = length(b, j, "samples"); err != nil {
 				return err
@@ -179,6 +189,20 @@ func (r *V1Request) series(b []byte, i int, s *V1Series) error {
 
 // label decodes a Label from b[i:].
 func label(b []byte, i int) (Label, error) {
+	// Fast path for what every encoder writes for names and values
+	// shorter than 128 bytes: name (tag 0x0a, one-byte length), value (tag
+	// 0x12, one-byte length), nothing else. Labels are most of a 1.0
+	// request.
+	if len(b)-i >= 4 && b[i] == 1<<3|wireBytes && b[i+1] < 0x80 {
+		ns := i + 2
+		ne := ns + int(b[i+1])
+		if ne+2 <= len(b) && b[ne] == 2<<3|wireBytes && b[ne+1] < 0x80 {
+			vs := ne + 2
+			if vs+int(b[ne+1]) == len(b) {
+				return Label{Name: alias(b, ns, ne), Value: alias(b, vs, len(b))}, nil
+			}
+		}
+	}
 	var (
 		l   Label
 		err error

@@ -2,6 +2,7 @@ package rwpb
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/prompb"
@@ -78,6 +79,9 @@ func TestV1RoundTrip(t *testing.T) {
 		}}},
 		{"utf8 and binary label values", &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 			{Labels: lbls("__name__", "héllo.wörld", "bytes", "\x00\xff\xfe"), Samples: []prompb.Sample{{Value: 1}}},
+		}}},
+		{"long names and values", &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{ // lengths of two and three bytes
+			{Labels: lbls("__name__", strings.Repeat("n", 127), strings.Repeat("a", 128), strings.Repeat("v", 300), "b", strings.Repeat("w", 20000)), Samples: []prompb.Sample{{Value: 1}}},
 		}}},
 		{"exemplars", &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 			{
@@ -173,6 +177,7 @@ func handEncodedV1() pb {
 		varint(1, 5).
 		double(2, 5.5). // the count oneof: the last one wins
 		varint(6, 2).
+		double(7, 0.25). // the zero count oneof: the last one wins
 		double(13, 1.5).
 		bytes(13, packedDoubles(2.5, 3.5)).
 		double(10, -1).
@@ -188,7 +193,7 @@ func handEncodedV1() pb {
 		bytes(4, hist).
 		bytes(1, pb(nil).str(1, "n2").str(1, "n2-again").str(2, "v2")).
 		bytes(3, pb(nil).varint(3, 9).bytes(1, pb(nil).str(1, "trace_id").str(2, "t")).double(2, 0.5)).
-		bytes(4, pb(nil).double(2, 1).varint(1, 3)). // count_float, then count_int
+		bytes(4, pb(nil).double(2, 1).varint(1, 3).double(7, 1).varint(6, 4)). // float, then int
 		bytes(2, pb(nil))
 	return pb(nil).
 		bytes(3, pb(nil).str(5, "bytes").varint(1, 1).str(2, "m")).

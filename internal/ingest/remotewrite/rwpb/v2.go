@@ -72,11 +72,23 @@ func (r *V2Request) decode(b []byte) error {
 		var err error
 		switch tag {
 		case 4<<3 | wireBytes:
-			var s string
-			if s, j, err = str(b, j, ""); err != nil {
-				return within(err, "symbols", len(r.Symbols))
+			// Encoders write the symbols back to back: decode the run in
+			// a loop of its own, with the common one-byte length inline.
+			syms := r.Symbols
+			for {
+				var s string
+				if j < len(b) && b[j] < 0x80 && j+1+int(b[j]) <= len(b) {
+					s, j = alias(b, j+1, j+1+int(b[j])), j+1+int(b[j])
+				} else if s, j, err = str(b, j, ""); err != nil {
+					return within(err, "symbols", len(syms))
+				}
+				syms = append(syms, s)
+				if j >= len(b) || b[j] != 4<<3|wireBytes {
+					break
+				}
+				j++
 			}
-			r.Symbols = append(r.Symbols, s)
+			r.Symbols = syms
 		case 5<<3 | wireBytes:
 			var start, end int
 			if start, end, err = length(b, j, "timeseries"); err != nil {

@@ -2,6 +2,7 @@ package rwpb
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -61,6 +62,10 @@ func TestV2RoundTrip(t *testing.T) {
 		req  *writev2.Request
 	}{
 		{"empty", &writev2.Request{}},
+		{"long symbols", &writev2.Request{ // lengths of two and three bytes
+			Symbols:    []string{"", strings.Repeat("n", 127), strings.Repeat("a", 128), "x", strings.Repeat("v", 20000), ""},
+			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2, 3, 4}, Samples: []writev2.Sample{{Value: 1}}}},
+		}},
 		{"empty symbols and series", &writev2.Request{Symbols: []string{"", ""}, Timeseries: []writev2.TimeSeries{{}, {}}}},
 		{"samples with start timestamps", &writev2.Request{
 			Symbols: []string{"", "__name__", "up", "job", "node", "héllo"},

@@ -87,15 +87,25 @@ func zigzag64(v uint64) int64 { return int64(v>>1) ^ -int64(v&1) }
 // and returns the offsets of the field's first byte and of the byte after
 // its last, which is within b.
 func length(b []byte, i int, field string) (start, end int, err error) {
+	// Most lengths are one byte; test for that before the loop.
+	if uint(i) < uint(len(b)) && b[i] < 0x80 {
+		if end = i + 1 + int(b[i]); end <= len(b) {
+			return i + 1, end, nil
+		}
+	}
 	n, j := varint(b, i)
 	if j < 0 {
 		return 0, 0, varintErr(j, i, field)
 	}
 	if n > uint64(len(b)-j) {
-		return 0, 0, fail(kindLength, i, field,
-			"length "+strconv.FormatUint(n, 10)+" runs past the end of the message ("+strconv.Itoa(len(b)-j)+" bytes left)")
+		return 0, 0, lengthErr(n, len(b)-j, i, field)
 	}
 	return j, j + int(n), nil
+}
+
+func lengthErr(n uint64, left, off int, field string) error {
+	return fail(kindLength, off, field,
+		"length "+strconv.FormatUint(n, 10)+" runs past the end of the message ("+strconv.Itoa(left)+" bytes left)")
 }
 
 // str decodes the string field at b[i:] without copying: the string
@@ -105,10 +115,15 @@ func str(b []byte, i int, field string) (string, int, error) {
 	if err != nil {
 		return "", i, err
 	}
-	if start == end {
-		return "", end, nil
+	return alias(b, start, end), end, nil
+}
+
+// alias returns b[start:end] as a string that shares b's memory.
+func alias(b []byte, start, end int) string {
+	if start >= end {
+		return ""
 	}
-	return unsafe.String(&b[start], end-start), end, nil
+	return unsafe.String(&b[start], end-start)
 }
 
 // tagErr returns the error for the malformed tag at b[i:], given the
