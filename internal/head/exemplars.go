@@ -2,6 +2,7 @@ package head
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -49,10 +50,14 @@ func newExemplarStore(capacity int) *exemplarStore {
 // validate checks e against the newest exemplar of series ref. dup reports
 // an exact repeat, which is accepted and dropped.
 func (es *exemplarStore) validate(ref storage.SeriesRef, e exemplar.Exemplar) (dup bool, err error) {
-	n := 0
+	n, valid := 0, true
 	e.Labels.Range(func(l labels.Label) {
 		n += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value)
+		valid = valid && utf8.ValidString(l.Name) && utf8.ValidString(l.Value)
 	})
+	if !valid {
+		return false, fmt.Errorf("%w: exemplar labels are not valid UTF-8", storage.ErrInvalidLabels)
+	}
 	if n > exemplar.ExemplarMaxLabelSetLength {
 		return false, storage.ErrExemplarLabelLength
 	}

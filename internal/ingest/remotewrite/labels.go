@@ -26,7 +26,7 @@ type labelBuilder struct {
 // dropped: in Prometheus' data model they are the same as no label.
 func (lb *labelBuilder) v1(pairs []rwpb.Label, lim *Limits) (labels.Labels, error) {
 	lb.b.Reset()
-	hasName := false
+	hasName, n := false, 0
 	for _, l := range pairs {
 		if err := lim.checkLabel(l.Name, l.Value); err != nil {
 			return labels.EmptyLabels(), fmt.Errorf("series %s: %w", v1String(pairs), err)
@@ -36,8 +36,9 @@ func (lb *labelBuilder) v1(pairs []rwpb.Label, lim *Limits) (labels.Labels, erro
 		}
 		hasName = hasName || l.Name == labels.MetricName
 		lb.b.Add(l.Name, l.Value)
+		n++
 	}
-	lset, err := lb.finish(hasName, lim, true)
+	lset, err := lb.finish(hasName, n, lim, true)
 	if err != nil {
 		return lset, fmt.Errorf("series %s: %w", v1String(pairs), err)
 	}
@@ -52,7 +53,7 @@ func (lb *labelBuilder) v2(refs []uint32, symbols []string, lim *Limits) (labels
 		return labels.EmptyLabels(), fmt.Errorf("%w: series with label refs %v: odd number of refs", storage.ErrInvalidLabels, refs)
 	}
 	lb.b.Reset()
-	hasName := false
+	hasName, n := false, 0
 	prev := ""
 	for i := 0; i < len(refs); i += 2 {
 		nr, vr := refs[i], refs[i+1]
@@ -76,26 +77,28 @@ func (lb *labelBuilder) v2(refs []uint32, symbols []string, lim *Limits) (labels
 		}
 		hasName = hasName || name == labels.MetricName
 		lb.b.Add(name, value)
+		n++
 	}
-	lset, err := lb.finish(hasName, lim, false)
+	lset, err := lb.finish(hasName, n, lim, false)
 	if err != nil {
 		return lset, fmt.Errorf("series %s: %w", v2String(refs, symbols), err)
 	}
 	return lset, nil
 }
 
-// finish checks what can only be checked of the whole set and builds it.
-func (lb *labelBuilder) finish(hasName bool, lim *Limits, sort bool) (labels.Labels, error) {
+// finish checks what can only be checked of the whole set of n labels and
+// builds it.
+func (lb *labelBuilder) finish(hasName bool, n int, lim *Limits, sort bool) (labels.Labels, error) {
 	if !hasName {
 		return labels.EmptyLabels(), fmt.Errorf("%w: no metric name", storage.ErrInvalidLabels)
+	}
+	if err := lim.checkCount(n); err != nil {
+		return labels.EmptyLabels(), err
 	}
 	if sort {
 		lb.b.Sort()
 	}
 	lb.b.Overwrite(&lb.lset)
-	if err := lim.checkCount(lb.lset.Len()); err != nil {
-		return labels.EmptyLabels(), err
-	}
 	return lb.lset, nil
 }
 
