@@ -462,13 +462,25 @@ func TestXORAppendAllocs(t *testing.T) {
 // TestXORChunkPresize checks the claim behind xorChunkInitialCap: 120
 // samples of a constant series scraped with jitter fit without growing the
 // slice.
+// TestXORChunkPresize checks the sizing policy: a chunk starts small, and
+// once it has grown to what a series needs, Reset keeps that capacity so
+// the series' later chunks do not grow again.
 func TestXORChunkPresize(t *testing.T) {
 	c := NewXORChunk()
-	for _, s := range realisticSeries("constant", 120, 1) {
+	if got := cap(c.w.buf); got != xorChunkInitialCap {
+		t.Fatalf("new chunk has capacity %d, want %d", got, xorChunkInitialCap)
+	}
+	series := realisticSeries("counter", 240, 1)
+	for _, s := range series[:120] {
 		c.Append(s.t, math.Float64frombits(s.v))
 	}
-	if got := cap(c.w.buf); got != xorChunkInitialCap {
-		t.Fatalf("120 constant samples took %d bytes and grew the slice to %d", len(c.Bytes()), got)
+	grown, mem := cap(c.w.buf), &c.w.buf[0]
+	c.Reset()
+	for _, s := range series[120:] {
+		c.Append(s.t, math.Float64frombits(s.v))
+	}
+	if got := cap(c.w.buf); got != grown || &c.w.buf[0] != mem {
+		t.Fatalf("second chunk of the series did not reuse the first one's memory: capacity %d after %d", got, grown)
 	}
 }
 

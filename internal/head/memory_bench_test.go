@@ -1,0 +1,61 @@
+package head
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// BenchmarkSeriesMemory reports the live heap per series of a head holding
+// 100k series of 11 labels (node-exporter-like) with a given number of
+// samples each, the figure behind "bytes per series in memory".
+//
+//	go test ./internal/head -run NONE -bench BenchmarkSeriesMemory -benchtime=1x -count=6 | tee new.txt
+//	benchstat old.txt new.txt
+func BenchmarkSeriesMemory(b *testing.B) {
+	const nseries = 100_000
+	lsets := make([]labels.Labels, nseries)
+	for i := range lsets {
+		lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%200), "cluster", "eu-1",
+			"cpu", fmt.Sprint(i%16), "env", "prod", "instance", fmt.Sprintf("10.%d.%d.%d:9100", i/65536, i/256%256, i%256),
+			"job", "node", "mode", "idle", "region", "eu-west-1", "team", "infra", "zone", "eu-west-1a", "pod", fmt.Sprintf("pod-%d", i))
+	}
+	for _, samples := range []int{1, 4, 120} {
+		b.Run(fmt.Sprintf("samples=%d", samples), func(b *testing.B) {
+			for b.Loop() {
+				opts := DefaultOptions()
+				opts.WALDir = b.TempDir()
+				opts.CheckpointOnClose = false
+				opts.CheckpointMinBytes = 1 << 62
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				h, err := Open(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for j := range samples {
+					app := h.Appender(context.Background())
+					for i, l := range lsets {
+						if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i + j)}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := app.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/nseries, "B/series")
+				runtime.KeepAlive(h)
+				h.Close()
+			}
+		})
+	}
+}
