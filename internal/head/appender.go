@@ -219,7 +219,7 @@ func (a *appender) Commit() error {
 				dropped++
 				continue
 			}
-			s.append(smpl.T, smpl.V, chunkSamples, &h.arena)
+			s.append(smpl.T, smpl.V, chunkSamples, &h.arena, nil)
 			appended++
 		}
 		s.mu.Unlock()

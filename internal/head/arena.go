@@ -9,12 +9,23 @@ import "sync"
 // append and replay paths showed as their main remaining allocation.
 const chunkArenaBlock = 1 << 20
 
-// chunkArena hands out the memory of closed chunks. A closed chunk's bytes
-// never change and, while the head cannot drop old chunks, live as long as
-// the head, so they need no memory of their own. When chunks can be
-// dropped, a block is freed only once all chunks in it are dropped; chunks
-// are dropped oldest first, and a block holds chunks closed at about the
-// same time.
+// chunkArena hands out the memory of closed chunks.
+//
+// Blocks come from the operating system (mapBlock), not from the Go heap:
+// closed chunks are most of the head's memory, and on the heap they were
+// scanned by every collection and, with the collector's default headroom,
+// made the process peak at about twice their size. Off the heap they
+// count once. Pointers into a block are ordinary slices; the collector
+// ignores them. If the system refuses a block, the arena falls back to
+// the Go heap, which is only slower to collect.
+//
+// A closed chunk's bytes never change and, while the head cannot drop old
+// chunks, live as long as the process: blocks are never returned, not
+// even by Head.Close, because a query still running at shutdown may hold
+// slices of them. When chunks can be dropped, a block is freed only once
+// all chunks in it are dropped and no reader can hold them; chunks are
+// dropped oldest first, and a block holds chunks closed at about the same
+// time.
 type chunkArena struct {
 	mu    sync.Mutex
 	block []byte
@@ -30,7 +41,7 @@ func (a *chunkArena) copy(b []byte) []byte {
 	}
 	a.mu.Lock()
 	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, chunkArenaBlock)
+		a.block = mapBlock(chunkArenaBlock)
 	}
 	start := len(a.block)
 	a.block = append(a.block, b...)

@@ -247,3 +247,83 @@ func TestMetadataPersists(t *testing.T) {
 		})
 	}
 }
+
+// TestReplaySortsPostings restores series from a checkpoint, which lists
+// them in map order, and checks that the index's lists come out sorted and
+// that matchers intersecting them find exactly the right series.
+func TestReplaySortsPostings(t *testing.T) {
+	dir := t.TempDir()
+	h := openTestHead(t, dir)
+	app := h.Appender(context.Background())
+	const n = 500
+	for i := range n {
+		mustAppend(t, app, labels.FromStrings("__name__", "m", "i", fmt.Sprint(i), "two", fmt.Sprint(i%2), "three", fmt.Sprint(i%3)), 1, 1)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil { // writes a checkpoint
+		t.Fatal(err)
+	}
+	h = openTestHead(t, dir)
+	defer h.Close()
+
+	h.index.mu.RLock()
+	lists := [][]storage.SeriesRef{h.index.all}
+	for _, vals := range h.index.values {
+		lists = slices.AppendSeq(lists, maps.Values(vals))
+	}
+	h.index.mu.RUnlock()
+	for _, l := range lists {
+		if !slices.IsSorted(l) {
+			t.Fatalf("postings list not sorted after replay: %v", l)
+		}
+	}
+
+	got := readAll(t, h, math.MinInt64, math.MaxInt64,
+		labels.MustNewMatcher(labels.MatchEqual, "two", "0"), labels.MustNewMatcher(labels.MatchEqual, "three", "1"))
+	var want int
+	for i := range n {
+		if i%2 == 0 && i%3 == 1 {
+			want++
+			if _, ok := got[labels.FromStrings("__name__", "m", "i", fmt.Sprint(i), "two", "0", "three", "1").String()]; !ok {
+				t.Errorf("series i=%d missing", i)
+			}
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("matched %d series, want %d", len(got), want)
+	}
+}
+
+// TestReplayCompactsChunkLists checks that chunk lists grown in replay's
+// slabs are moved to arrays of their own size, so that the slabs can go.
+func TestReplayCompactsChunkLists(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.CheckpointOnClose = false
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]sample{}
+	// 5 closed chunks per series: a list grown by doubling has room for 8.
+	writeBatches(t, h, 20, 5*opts.ChunkSamples+1, 0, want)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err = Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
+	for i := range h.series.byRef {
+		for _, s := range h.series.byRef[i] {
+			if len(s.chunks) != 5 || cap(s.chunks) != len(s.chunks) {
+				t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", s.lset, len(s.chunks), cap(s.chunks))
+			}
+		}
+	}
+}

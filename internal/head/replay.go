@@ -69,6 +69,7 @@ type replayWorker struct {
 	slots   []*memSeries
 	workers uint64
 	cache   map[storage.SeriesRef]*memSeries
+	lists   listSlab
 	// Counts, read after the worker is done.
 	appended, unknown, rejected uint64
 }
@@ -78,7 +79,10 @@ func newLoader(h *Head, workers int) *loader {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	l := &loader{
-		h:       h,
+		h: h,
+		// Checkpoint chunks are copied into the arena as they are
+		// restored, so the decoder need not copy them first.
+		dec:     record.Decoder{AliasChunks: true},
 		aliases: map[storage.SeriesRef]storage.SeriesRef{},
 		pending: make([][]record.RefSample, workers),
 		free:    make(chan []record.RefSample, workers*(replayQueueDepth+2)),
@@ -131,7 +135,12 @@ func (l *loader) apply(rec []byte) error {
 				return err
 			}
 		}
-		clear(l.chunkSeries)
+		// Let go of labels and chunk bytes, keeping the chunk lists'
+		// arrays for the decoder to reuse.
+		for i := range l.chunkSeries {
+			clear(l.chunkSeries[i].Chunks)
+			l.chunkSeries[i] = record.RefChunkSeries{Chunks: l.chunkSeries[i].Chunks[:0]}
+		}
 	case record.Metadata:
 		if l.metadata, err = l.dec.Metadata(rec, l.metadata[:0]); err != nil {
 			return err
@@ -182,11 +191,15 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 		// duplicates another. Keep what is there.
 		return nil
 	}
+	// The list's exact length is known: give it an array of its own
+	// (see listSlab).
+	s.chunks = make([]memChunk, 0, len(cs.Chunks))
 	for _, c := range cs.Chunks {
 		if c.Encoding != record.EncXOR {
 			return fmt.Errorf("series %s: unknown chunk encoding %d", cs.Labels, c.Encoding)
 		}
-		s.chunks = append(s.chunks, memChunk{data: c.Data, mint: c.MinT, maxt: c.MaxT})
+		// c.Data aliases the record being replayed.
+		s.chunks = append(s.chunks, memChunk{data: l.h.arena.copy(c.Data), mint: c.MinT, maxt: c.MaxT})
 	}
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV
@@ -248,7 +261,7 @@ func (w *replayWorker) run() {
 				// checkpoint already holds.
 				w.rejected++
 			} else if !dup {
-				s.append(rs.T, rs.V, chunkSamples, &w.h.arena)
+				s.append(rs.T, rs.V, chunkSamples, &w.h.arena, &w.lists)
 				w.appended++
 			}
 			s.mu.Unlock()
@@ -287,6 +300,7 @@ func (w *replayWorker) lookup(ref storage.SeriesRef) *memSeries {
 // written since.
 func (h *Head) replay() error {
 	start := time.Now()
+	h.index.unsorted = true
 	l := newLoader(h, h.opts.ReplayWorkers)
 	var stats [2]wal.ReplayStats
 	err := func() error {
@@ -306,6 +320,8 @@ func (h *Head) replay() error {
 	if err != nil {
 		return err
 	}
+	h.index.sortPostings()
+	h.compactChunkLists()
 	elapsed := time.Since(start)
 	h.stats.replayedSamples.Add(appended)
 	h.stats.replayDurationNs.Store(int64(elapsed))

@@ -14,101 +14,118 @@ import (
 	"github.com/strata-db/strata/internal/storage"
 )
 
-// Replay benchmark shape: 10k series x 1k samples (10M samples), written
-// as a scrape-like stream of one sample per series per commit.
-const (
-	benchReplaySeries  = 10_000
-	benchReplaySamples = 1_000
-)
+// Replay benchmark shape: 10k series, written as a scrape-like stream of
+// one sample per series per commit.
+const benchReplaySeries = 10_000
 
 var (
-	benchWALOnce sync.Once
-	benchWALDir  string
-	benchWALErr  error
+	benchWALMu   sync.Mutex
+	benchWALRoot string             // removed by TestMain
+	benchWALDirs = map[int]string{} // by samples per series
 )
 
-// benchWAL writes the benchmark's WAL once per process and returns its
-// directory. It is kept without a checkpoint so that Open replays it all.
-func benchWAL(b *testing.B) string {
-	benchWALOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "strata-replay-bench")
-		if err != nil {
-			benchWALErr = err
-			return
-		}
-		benchWALDir = filepath.Join(dir, "wal")
-		opts := DefaultOptions()
-		opts.WALDir = benchWALDir
-		opts.CheckpointOnClose = false
-		opts.CheckpointMinBytes = 1 << 62
-		h, err := Open(opts)
-		if err != nil {
-			benchWALErr = err
-			return
-		}
-		lsets := make([]labels.Labels, benchReplaySeries)
-		for i := range lsets {
-			lsets[i] = labels.FromStrings("__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32),
-				"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "mode", "idle")
-		}
-		for j := range benchReplaySamples {
-			app := h.Appender(context.Background())
-			for i, l := range lsets {
-				if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i + j)}); err != nil {
-					benchWALErr = err
-					return
-				}
-			}
-			if err := app.Commit(); err != nil {
-				benchWALErr = err
-				return
-			}
-		}
-		benchWALErr = h.Close()
-	})
-	if benchWALErr != nil {
-		b.Fatal(benchWALErr)
+// TestMain removes the benchmarks' WALs, which are kept across runs of a
+// benchmark (-count) because writing them takes longer than replaying.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchWALRoot != "" {
+		os.RemoveAll(benchWALRoot)
 	}
-	return benchWALDir
+	os.Exit(code)
 }
 
-// BenchmarkReplay measures opening a head from a WAL of 10M float samples
-// with 1, 2 and 4 replay workers.
+// benchWAL writes a WAL of benchReplaySeries series with samples samples
+// each, once per process and shape, and returns its directory. It is kept
+// without a checkpoint so that Open replays it all.
+func benchWAL(b *testing.B, samples int) string {
+	benchWALMu.Lock()
+	defer benchWALMu.Unlock()
+	if dir, ok := benchWALDirs[samples]; ok {
+		return dir
+	}
+	if benchWALRoot == "" {
+		root, err := os.MkdirTemp("", "strata-replay-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchWALRoot = root
+	}
+	dir := filepath.Join(benchWALRoot, fmt.Sprintf("wal-%d", samples))
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.CheckpointOnClose = false
+	opts.CheckpointMinBytes = 1 << 62
+	h, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lsets := make([]labels.Labels, benchReplaySeries)
+	for i := range lsets {
+		lsets[i] = labels.FromStrings("__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32),
+			"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "mode", "idle")
+	}
+	for j := range samples {
+		app := h.Appender(context.Background())
+		for i, l := range lsets {
+			if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i + j)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := h.Close(); err != nil {
+		b.Fatal(err)
+	}
+	benchWALDirs[samples] = dir
+	return dir
+}
+
+// BenchmarkReplay measures opening a head from a WAL of 10k series with 1k
+// and 2k float samples each (10M and 20M samples), with 1, 2 and 4 replay
+// workers. allocs/series is allocs/op over the series: equal for both
+// lengths, it shows that replay allocates per series (creating it), not
+// per sample.
 //
-//	go test ./internal/head -run NONE -bench BenchmarkReplay -benchmem -count=6 | tee new.txt
+//	go test ./internal/head -run NONE -bench BenchmarkReplay -benchmem -benchtime=3x -count=6 | tee new.txt
 //	benchstat old.txt new.txt
 func BenchmarkReplay(b *testing.B) {
-	dir := benchWAL(b)
-	for _, workers := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			opts := DefaultOptions()
-			opts.WALDir = dir
-			opts.ReplayWorkers = workers
-			opts.CheckpointOnClose = false
-			b.ReportAllocs()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for b.Loop() {
-				h, err := Open(opts)
-				if err != nil {
-					b.Fatal(err)
+	for _, samples := range []int{1000, 2000} {
+		for _, workers := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("samples=%d/workers=%d", samples, workers), func(b *testing.B) {
+				dir := benchWAL(b, samples)
+				opts := DefaultOptions()
+				opts.WALDir = dir
+				opts.ReplayWorkers = workers
+				opts.CheckpointOnClose = false
+				b.ReportAllocs()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for b.Loop() {
+					h, err := Open(opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := h.Stats().ReplayedSamples; got != uint64(benchReplaySeries*samples) {
+						b.Fatalf("replayed %d samples", got)
+					}
+					b.StopTimer()
+					h.Close()
+					// Open starts a new segment each time; remove it so every
+					// iteration replays the same log.
+					removeEmptySegments(b, dir)
+					b.StartTimer()
 				}
-				if got := h.Stats().ReplayedSamples; got != benchReplaySeries*benchReplaySamples {
-					b.Fatalf("replayed %d samples", got)
-				}
-				b.StopTimer()
-				h.Close()
-				// Open starts a new segment each time; remove it so every
-				// iteration replays the same log.
-				removeEmptySegments(b, dir)
-				b.StartTimer()
-			}
-			runtime.ReadMemStats(&after)
-			samples := float64(b.N) * benchReplaySeries * benchReplaySamples
-			b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/samples, "allocs/sample")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/samples, "B/sample")
-		})
+				runtime.ReadMemStats(&after)
+				total := float64(b.N) * benchReplaySeries * float64(samples)
+				mallocs := float64(after.Mallocs - before.Mallocs)
+				b.ReportMetric(total/b.Elapsed().Seconds(), "samples/s")
+				b.ReportMetric(mallocs/total, "allocs/sample")
+				b.ReportMetric(mallocs/float64(b.N)/benchReplaySeries, "allocs/series")
+				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/total, "B/sample")
+			})
+		}
 	}
 }
 

@@ -70,13 +70,14 @@ func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err er
 
 // append adds a sample that appendable accepted. It cuts a new chunk, the
 // closed one's bytes going to arena, when the open one holds chunkSamples
-// samples. mu must be held.
-func (s *memSeries) append(t int64, v float64, chunkSamples int, arena *chunkArena) {
+// samples. lists, if not nil, holds the chunk list's growth (replay);
+// otherwise it grows on the heap. mu must be held.
+func (s *memSeries) append(t int64, v float64, chunkSamples int, arena *chunkArena, lists *listSlab) {
 	if s.head == nil {
 		s.head = chunkenc.NewXORChunk()
 		s.headMint = t
 	} else if s.head.NumSamples() >= chunkSamples {
-		s.cut(arena)
+		s.cut(arena, lists)
 		s.headMint = t
 	}
 	s.head.Append(t, v)
@@ -87,9 +88,13 @@ func (s *memSeries) append(t int64, v float64, chunkSamples int, arena *chunkAre
 // cut closes the open chunk, copying its bytes into arena, and empties the
 // open chunk for the next samples, reusing its memory. Readers only ever
 // see copies of the open chunk's bytes, so none is affected.
-func (s *memSeries) cut(arena *chunkArena) {
-	data := arena.copy(s.head.Bytes())
-	s.chunks = append(s.chunks, memChunk{data: data, mint: s.headMint, maxt: s.maxt})
+func (s *memSeries) cut(arena *chunkArena, lists *listSlab) {
+	c := memChunk{data: arena.copy(s.head.Bytes()), mint: s.headMint, maxt: s.maxt}
+	if lists != nil {
+		s.chunks = lists.appendChunk(s.chunks, c)
+	} else {
+		s.chunks = append(s.chunks, c)
+	}
 	s.head.Reset()
 }
 

@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -69,8 +70,10 @@ func EncodeChunkSeries(dst []byte, series []RefChunkSeries) []byte {
 // returns the extended slice. On error it returns dst unchanged in length
 // and an error wrapping ErrCorrupt.
 //
-// Nothing returned aliases rec. The chunk bytes of one series share one
-// allocation.
+// Unless d.AliasChunks is set, nothing returned aliases rec, and the chunk
+// bytes of one series share one allocation. With it set, chunk bytes are
+// slices of rec (labels never are), valid as long as rec is. The Chunks
+// arrays of entries past the end of dst are reused.
 func (d *Decoder) ChunkSeries(rec []byte, dst []RefChunkSeries) ([]RefChunkSeries, error) {
 	orig := len(dst)
 	b := decbuf{b: rec}
@@ -84,7 +87,11 @@ func (d *Decoder) ChunkSeries(rec []byte, dst []RefChunkSeries) ([]RefChunkSerie
 		if b.err != nil {
 			break
 		}
-		s.Chunks = make([]RefChunk, 0, nc)
+		// Reuse the chunk list of the entry this one overwrites.
+		if len(dst) < cap(dst) {
+			s.Chunks = dst[: len(dst)+1 : len(dst)+1][len(dst)].Chunks[:0]
+		}
+		s.Chunks = slices.Grow(s.Chunks, nc)
 		// Slice each chunk's bytes from rec first, then copy them all into
 		// one allocation.
 		size := 0
@@ -99,7 +106,7 @@ func (d *Decoder) ChunkSeries(rec []byte, dst []RefChunkSeries) ([]RefChunkSerie
 		if b.err != nil {
 			break
 		}
-		if size > 0 {
+		if size > 0 && !d.AliasChunks {
 			slab := make([]byte, 0, size)
 			for j := range s.Chunks {
 				from := len(slab)

@@ -67,6 +67,34 @@ func TestChunkSeriesRoundTrip(t *testing.T) {
 	}
 }
 
+func TestChunkSeriesAliasChunks(t *testing.T) {
+	want := chunkSeriesFixture()
+	rec := EncodeChunkSeries(nil, want)
+	d := Decoder{AliasChunks: true}
+	got, err := d.ChunkSeries(rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalChunkSeries(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	c := got[0].Chunks[0].Data
+	if cap(c) != len(c) {
+		t.Fatalf("chunk bytes have capacity %d beyond their length %d", cap(c), len(c))
+	}
+	// Chunk bytes are slices of the record: scribbling over the record
+	// shows through. Labels are still copies.
+	for i := range rec {
+		rec[i] = 0xff
+	}
+	if !bytes.Equal(c, bytes.Repeat([]byte{0xff}, len(c))) {
+		t.Fatal("chunk bytes do not alias the record")
+	}
+	if !labels.Equal(got[0].Labels, want[0].Labels) {
+		t.Fatal("labels alias the record")
+	}
+}
+
 func TestChunkSeriesRejects(t *testing.T) {
 	good := EncodeChunkSeries(nil, chunkSeriesFixture())
 	cases := map[string][]byte{

@@ -96,7 +96,8 @@ func (d *decbuf) count(what string, minSize int) int {
 	return int(n)
 }
 
-// bytes returns the next n bytes. The slice aliases the record.
+// bytes returns the next n bytes. The slice aliases the record; its
+// capacity is its length, so appending to it cannot overwrite what follows.
 func (d *decbuf) bytes(what string, n uint64) []byte {
 	if d.err != nil {
 		return nil
@@ -105,7 +106,7 @@ func (d *decbuf) bytes(what string, n uint64) []byte {
 		d.fail(what, fmt.Sprintf("length %d exceeds the %d bytes left", n, len(d.b)))
 		return nil
 	}
-	b := d.b[:n]
+	b := d.b[:n:n]
 	d.advance(int(n))
 	return b
 }

@@ -20,6 +20,12 @@ const (
 // scratch space between calls, so it must not be used by two goroutines at
 // once; give each replay worker its own.
 type Decoder struct {
+	// AliasChunks makes ChunkSeries return chunk bytes that alias the
+	// record rather than copies, for a caller that copies them to memory
+	// of its own anyway (the head copies them into its chunk arena) and
+	// so saves an allocation per series.
+	AliasChunks bool
+
 	builder labels.ScratchBuilder
 	spans   []labelSpan
 }

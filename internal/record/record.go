@@ -37,6 +37,12 @@ const (
 	Metadata Type = 4
 	// Exemplars records hold exemplars of series introduced earlier.
 	Exemplars Type = 5
+	// HistogramSamples records hold integer native histogram samples of
+	// series introduced earlier.
+	HistogramSamples Type = 6
+	// FloatHistogramSamples records hold float native histogram samples of
+	// series introduced earlier.
+	FloatHistogramSamples Type = 7
 )
 
 func (t Type) String() string {
@@ -51,6 +57,10 @@ func (t Type) String() string {
 		return "metadata"
 	case Exemplars:
 		return "exemplars"
+	case HistogramSamples:
+		return "histogram samples"
+	case FloatHistogramSamples:
+		return "float histogram samples"
 	default:
 		return fmt.Sprintf("unknown(%d)", uint8(t))
 	}
@@ -63,7 +73,7 @@ func Kind(rec []byte) Type {
 		return Unknown
 	}
 	switch t := Type(rec[0]); t {
-	case Series, Samples, ChunkSeries, Metadata, Exemplars:
+	case Series, Samples, ChunkSeries, Metadata, Exemplars, HistogramSamples, FloatHistogramSamples:
 		return t
 	}
 	return Unknown

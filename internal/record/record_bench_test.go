@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/storage"
@@ -60,4 +61,60 @@ func BenchmarkDecodeSeries(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(rec))/float64(len(in)), "B/series")
+}
+
+// BenchmarkDecodeHistogramSamples decodes a record of 500 native histogram
+// samples (10 buckets in two spans each) of neighbouring series at one
+// timestamp into a reused slice, whose histograms are reused too, and
+// reports the encoded size per sample. Run it as BenchmarkDecodeSamples
+// says.
+func BenchmarkDecodeHistogramSamples(b *testing.B) {
+	const n = 500
+	spans := []histogram.Span{{Offset: -2, Length: 6}, {Offset: 3, Length: 4}}
+	b.Run("type=int", func(b *testing.B) {
+		in := make([]RefHistogramSample, n)
+		for i := range in {
+			in[i] = RefHistogramSample{Ref: storage.SeriesRef(100000 + 3*i), T: 1700000000000, H: &histogram.Histogram{
+				Schema: 3, ZeroThreshold: 1e-128, ZeroCount: 2, Count: uint64(40 + i), Sum: float64(i) * 1.5,
+				PositiveSpans: spans, PositiveBuckets: []int64{2, 3, -1, 5, 0, -2, int64(i % 7), 1, -3, 4},
+			}}
+		}
+		rec := EncodeHistogramSamples(nil, in)
+		var d Decoder
+		dst, err := d.HistogramSamples(rec, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.SetBytes(int64(len(rec)))
+		for b.Loop() {
+			if dst, err = d.HistogramSamples(rec, dst[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(rec))/n, "B/sample")
+	})
+	b.Run("type=float", func(b *testing.B) {
+		in := make([]RefFloatHistogramSample, n)
+		for i := range in {
+			in[i] = RefFloatHistogramSample{Ref: storage.SeriesRef(100000 + 3*i), T: 1700000000000, FH: &histogram.FloatHistogram{
+				Schema: 3, ZeroThreshold: 1e-128, ZeroCount: 2, Count: float64(40 + i), Sum: float64(i) * 1.5,
+				PositiveSpans: spans, PositiveBuckets: []float64{2, 5, 4, 9, 9, 7, float64(i % 7), 1, 3, 4},
+			}}
+		}
+		rec := EncodeFloatHistogramSamples(nil, in)
+		var d Decoder
+		dst, err := d.FloatHistogramSamples(rec, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.SetBytes(int64(len(rec)))
+		for b.Loop() {
+			if dst, err = d.FloatHistogramSamples(rec, dst[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(rec))/n, "B/sample")
+	})
 }

@@ -190,7 +190,9 @@ func TestKind(t *testing.T) {
 		{[]byte{3}, ChunkSeries},
 		{[]byte{4}, Metadata},
 		{[]byte{5}, Exemplars},
-		{[]byte{6}, Unknown},
+		{[]byte{6}, HistogramSamples},
+		{[]byte{7}, FloatHistogramSamples},
+		{[]byte{8}, Unknown},
 		{[]byte{255}, Unknown},
 	}
 	for _, tc := range cases {
