@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -174,6 +175,22 @@ func e2eRequests() []*prompb.WriteRequest {
 			}
 			req.Timeseries = append(req.Timeseries, ts)
 		}
+		// Native histograms: per job, one observation of 0.1 s and one
+		// of 3 s every interval.
+		for i, job := range []string{"api", "db", "web"} {
+			ts := prompb.TimeSeries{Labels: []prompb.Label{
+				{Name: "__name__", Value: "http_request_duration_seconds"},
+				{Name: "job", Value: job},
+			}}
+			for j := part * e2eSamples / 4; j < (part+1)*e2eSamples/4; j++ {
+				n := int64(j + i)
+				h := &histogram.Histogram{Schema: 0, ZeroThreshold: 1e-128, Count: uint64(2 * n), Sum: 3.1 * float64(n),
+					// Buckets (0.0625,0.125] and (2,4]: indexes -3 and 2.
+					PositiveSpans: []histogram.Span{{Offset: -3, Length: 1}, {Offset: 4, Length: 1}}, PositiveBuckets: []int64{n, 0}}
+				ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(e2eStart+int64(j)*e2eInterval, h))
+			}
+			req.Timeseries = append(req.Timeseries, ts)
+		}
 		reqs = append(reqs, req)
 	}
 	return reqs
@@ -219,6 +236,14 @@ func TestEndToEndCrashRecovery(t *testing.T) {
 			"start": {strconv.FormatInt(e2eStart/1000, 10)}, "end": {evalTime}},
 			arrayLen(e2eSeries / 3)},
 		{"/api/v1/label/job/values", nil, arrayLen(3)},
+		{"/api/v1/query", url.Values{"query": {"sum(histogram_count(rate(http_request_duration_seconds[5m])))"}, "time": {evalTime}},
+			// three series gaining 2 observations per 15s
+			scalarVector(3 * 2.0 / 15)},
+		{"/api/v1/query", url.Values{"query": {`histogram_quantile(1, http_request_duration_seconds{job="db"})`}, "time": {evalTime}},
+			// the upper bound of the highest bucket with observations
+			scalarVector(4)},
+		{"/api/v1/query", url.Values{"query": {"http_request_duration_seconds"}, "time": {evalTime}},
+			vectorLen(3)},
 	}
 	answers := func() [][]byte {
 		var out [][]byte

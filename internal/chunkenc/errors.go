@@ -9,8 +9,36 @@ import (
 // bytes that are malformed. Callers branch on it with errors.Is.
 var ErrCorruptChunk = errors.New("corrupt chunk")
 
+// Encoding names a chunk format in errors. Its values are not an on-disk
+// format: whoever stores chunks assigns its own bytes to them.
+type Encoding uint8
+
+const (
+	// EncXOR is the XOR float chunk. It is the zero value because the XOR
+	// iterator predates the field that holds it.
+	EncXOR Encoding = iota
+	// EncHistogram is the integer histogram chunk.
+	EncHistogram
+	// EncFloatHistogram is the float histogram chunk.
+	EncFloatHistogram
+)
+
+func (e Encoding) String() string {
+	switch e {
+	case EncXOR:
+		return "XOR"
+	case EncHistogram:
+		return "histogram"
+	case EncFloatHistogram:
+		return "float histogram"
+	}
+	return fmt.Sprintf("Encoding(%d)", uint8(e))
+}
+
 // CorruptChunkError says where and why decoding a chunk failed.
 type CorruptChunkError struct {
+	// Encoding is the format of the chunk.
+	Encoding Encoding
 	// Offset is the byte offset in the chunk, counted from its first header
 	// byte, of the bit at which decoding stopped.
 	Offset int
@@ -22,7 +50,7 @@ type CorruptChunkError struct {
 }
 
 func (e *CorruptChunkError) Error() string {
-	return fmt.Sprintf("chunkenc: corrupt XOR chunk at byte %d, sample %d: %s", e.Offset, e.Sample, e.Reason)
+	return fmt.Sprintf("chunkenc: corrupt %s chunk at byte %d, sample %d: %s", e.Encoding, e.Offset, e.Sample, e.Reason)
 }
 
 // Unwrap returns ErrCorruptChunk.

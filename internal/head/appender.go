@@ -31,17 +31,34 @@ var appenderPool = sync.Pool{New: func() any { return &appender{} }}
 type appender struct {
 	head *Head
 
-	// samples and series are parallel: series[i] is the series of samples[i].
-	samples []record.RefSample
-	series  []*memSeries
+	// batches are the parts of the batch, batches[cur] the one being
+	// filled; see appendBatch. Their memory is reused across commits.
+	batches []appendBatch
+	cur     int
+	// partKinds holds, for each series with histograms in the current
+	// part, the kind of them applied last (see kindRank). A sample of
+	// such a series of a kind applied earlier starts a new part. Floats
+	// come first, so a batch of floats never looks at it.
+	partKinds map[*memSeries]record.ChunkEncoding
 	// unlogged are series of this batch whose series record may not be in
 	// the WAL yet; Commit logs those it still finds unlogged. A series may
 	// be listed more than once.
 	unlogged []*memSeries
-	// last is the series of the previous Append, with its sample, so that
-	// samples of one series sent in one batch are checked against each
-	// other and not only against what is committed.
-	last *memSeries
+	// last is the series of the previous Append and lastKind the kind of
+	// its sample, the newest of its slice, so that samples of one series
+	// sent in one batch are checked against each other and not only
+	// against what is committed.
+	last      *memSeries
+	lastKind  record.ChunkEncoding
+	lastStart int64 // the start time in effect for last's newest sample
+
+	// starts are the changes of start times of this batch, startSeries
+	// their series, and pendingStart the start time each of those series
+	// has after them, for its next sample in the batch. Start times
+	// rarely change, so a batch seldom has any.
+	starts       []record.RefStartTime
+	startSeries  []*memSeries
+	pendingStart map[*memSeries]int64
 
 	// metadata are the changed metadata entries of this batch, their
 	// strings copied.
@@ -51,14 +68,32 @@ type appender struct {
 
 	logSeries   []record.RefSeries
 	seriesBuf   []byte
-	samplesBuf  []byte
+	startsBuf   []byte
 	metadataBuf []byte
 	exemplarBuf []byte
-	recs        [4][]byte
+	recs        [][]byte
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
 	h := a.head
+	kind := record.EncXOR
+	switch {
+	case smpl.H != nil && smpl.FH != nil:
+		h.stats.samplesRejected.Add(1)
+		return ref, fmt.Errorf("%w: series %s, timestamp %d: both an integer and a float histogram", storage.ErrInvalidHistogram, lset, smpl.T)
+	case smpl.H != nil:
+		kind = record.EncHistogram
+		if err := smpl.H.Validate(); err != nil {
+			h.stats.samplesRejected.Add(1)
+			return ref, fmt.Errorf("%w: series %s, timestamp %d: %w", storage.ErrInvalidHistogram, lset, smpl.T, err)
+		}
+	case smpl.FH != nil:
+		kind = record.EncFloatHistogram
+		if err := smpl.FH.Validate(); err != nil {
+			h.stats.samplesRejected.Add(1)
+			return ref, fmt.Errorf("%w: series %s, timestamp %d: %w", storage.ErrInvalidHistogram, lset, smpl.T, err)
+		}
+	}
 	var s *memSeries
 	if ref != 0 {
 		s = h.series.getByRef(ref)
@@ -85,13 +120,22 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		dup bool
 		err error
 	)
+	var prevStart int64
 	if s == a.last {
-		prev := a.samples[len(a.samples)-1]
-		dup, err = checkOrder(prev.T, prev.V, smpl.T, smpl.V)
+		dup, err = a.checkLast(kind, smpl)
+		prevStart = a.lastStart
 	} else {
 		s.mu.Lock()
-		dup, err = s.appendable(smpl.T, smpl.V)
+		if kind == record.EncXOR {
+			dup, err = s.appendable(smpl.T, smpl.V)
+		} else {
+			dup, err = s.appendableHistogram(smpl.T, smpl.H, smpl.FH)
+		}
+		prevStart = s.currentStart()
 		s.mu.Unlock()
+		if st, ok := a.pendingStart[s]; ok {
+			prevStart = st
+		}
 	}
 	if err != nil {
 		h.stats.samplesRejected.Add(1)
@@ -100,10 +144,83 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 	if dup {
 		return s.ref, nil
 	}
-	a.samples = append(a.samples, record.RefSample{Ref: s.ref, T: smpl.T, V: smpl.V})
-	a.series = append(a.series, s)
-	a.last = s
+	if len(a.batches) == 0 {
+		a.batches = append(a.batches, appendBatch{})
+	}
+	if len(a.partKinds) > 0 && kindRank(kind) < kindRank(a.partKinds[s]) {
+		// Applied in this part, the sample would go before an earlier
+		// one of its series.
+		a.cur++
+		if a.cur == len(a.batches) {
+			a.batches = append(a.batches, appendBatch{})
+		}
+		clear(a.partKinds)
+	}
+	if kind != record.EncXOR && kindRank(kind) > kindRank(a.partKinds[s]) {
+		if a.partKinds == nil {
+			a.partKinds = map[*memSeries]record.ChunkEncoding{}
+		}
+		a.partKinds[s] = kind
+	}
+	b := &a.batches[a.cur]
+	switch kind {
+	case record.EncXOR:
+		b.samples = append(b.samples, record.RefSample{Ref: s.ref, T: smpl.T, V: smpl.V})
+		b.series = append(b.series, s)
+	case record.EncHistogram:
+		b.addHistogram(s, smpl.T, smpl.H)
+	case record.EncFloatHistogram:
+		b.addFloatHistogram(s, smpl.T, smpl.FH)
+	}
+	if st := validStart(smpl.ST, smpl.T); st != prevStart {
+		a.starts = append(a.starts, record.RefStartTime{Ref: s.ref, T: smpl.T, ST: st})
+		a.startSeries = append(a.startSeries, s)
+		if a.pendingStart == nil {
+			a.pendingStart = map[*memSeries]int64{}
+		}
+		a.pendingStart[s] = st
+		prevStart = st
+	}
+	a.last, a.lastKind, a.lastStart = s, kind, prevStart
 	return s.ref, nil
+}
+
+// checkLast is appendable for a sample of a.last, checked against that
+// series' newest sample in the batch.
+func (a *appender) checkLast(kind record.ChunkEncoding, smpl storage.Sample) (dup bool, err error) {
+	b := &a.batches[a.cur]
+	var t int64
+	switch a.lastKind {
+	case record.EncXOR:
+		prev := b.samples[len(b.samples)-1]
+		if kind == record.EncXOR {
+			return checkOrder(prev.T, prev.V, smpl.T, smpl.V)
+		}
+		t = prev.T
+	case record.EncHistogram:
+		prev := b.hists[len(b.hists)-1]
+		if kind == record.EncHistogram && smpl.T == prev.T {
+			if sameHistogram(prev.H, nil, smpl.H, nil) {
+				return true, nil
+			}
+		}
+		t = prev.T
+	case record.EncFloatHistogram:
+		prev := b.fhists[len(b.fhists)-1]
+		if kind == record.EncFloatHistogram && smpl.T == prev.T {
+			if sameHistogram(nil, prev.FH, nil, smpl.FH) {
+				return true, nil
+			}
+		}
+		t = prev.T
+	}
+	switch {
+	case smpl.T > t:
+		return false, nil
+	case smpl.T < t:
+		return false, storage.ErrOutOfOrderSample
+	}
+	return false, storage.ErrDuplicateSampleForTimestamp
 }
 
 // AppendExemplar implements storage.Appender.
@@ -174,9 +291,12 @@ func (a *appender) Commit() error {
 		a.seriesBuf = record.EncodeSeries(a.seriesBuf[:0], a.logSeries)
 		recs = append(recs, a.seriesBuf)
 	}
-	if len(a.samples) > 0 {
-		a.samplesBuf = record.EncodeSamples(a.samplesBuf[:0], a.samples)
-		recs = append(recs, a.samplesBuf)
+	for i := range a.parts() {
+		recs = a.batches[i].encode(recs)
+	}
+	if len(a.starts) > 0 {
+		a.startsBuf = record.EncodeStartTimes(a.startsBuf[:0], a.starts)
+		recs = append(recs, a.startsBuf)
 	}
 	if len(a.metadata) > 0 {
 		a.metadataBuf = record.EncodeMetadata(a.metadataBuf[:0], a.metadata)
@@ -186,6 +306,7 @@ func (a *appender) Commit() error {
 		a.exemplarBuf = record.EncodeExemplars(a.exemplarBuf[:0], a.exemplars)
 		recs = append(recs, a.exemplarBuf)
 	}
+	a.recs = recs
 	if len(recs) == 0 {
 		return nil
 	}
@@ -204,24 +325,17 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	// Apply, holding each series' lock once for a run of its samples.
-	chunkSamples := h.opts.ChunkSamples
+	m := &chunkMem{samples: h.opts.ChunkSamples, arena: &h.arena}
 	var appended, dropped uint64
-	for i := 0; i < len(a.samples); {
-		s := a.series[i]
+	for i := range a.parts() {
+		n, d := a.batches[i].apply(m)
+		appended += n
+		dropped += d
+	}
+	for i, e := range a.starts {
+		s := a.startSeries[i]
 		s.mu.Lock()
-		for ; i < len(a.samples) && a.series[i] == s; i++ {
-			smpl := a.samples[i]
-			// Another appender may have committed to this series since
-			// Append checked. The sample is in the WAL; replay decides
-			// the same way, dropping it there too.
-			if dup, err := s.appendable(smpl.T, smpl.V); err != nil || dup {
-				dropped++
-				continue
-			}
-			s.append(smpl.T, smpl.V, chunkSamples, &h.arena, nil)
-			appended++
-		}
+		s.setStart(e.T, e.ST)
 		s.mu.Unlock()
 	}
 	h.stats.samplesAppended.Add(appended)
@@ -232,6 +346,11 @@ func (a *appender) Commit() error {
 	return nil
 }
 
+// parts returns the batch's parts that may hold samples.
+func (a *appender) parts() []appendBatch {
+	return a.batches[:min(a.cur+1, len(a.batches))]
+}
+
 func (a *appender) Rollback() error {
 	a.release()
 	return nil
@@ -240,18 +359,24 @@ func (a *appender) Rollback() error {
 // release clears the appender, keeping its buffers' capacity but no
 // pointers into series or labels, and returns it to the pool.
 func (a *appender) release() {
-	clear(a.series)
-	clear(a.unlogged)
-	clear(a.logSeries)
 	clear(a.metadata)
 	a.metadata = a.metadata[:0]
 	clear(a.exemplars)
 	a.exemplars = a.exemplars[:0]
-	a.samples = a.samples[:0]
-	a.series = a.series[:0]
+	for i := range a.parts() {
+		a.batches[i].reset()
+	}
+	a.cur = 0
+	clear(a.partKinds)
+	clear(a.startSeries)
+	clear(a.pendingStart)
+	a.starts, a.startSeries = a.starts[:0], a.startSeries[:0]
+	clear(a.unlogged)
+	clear(a.logSeries)
 	a.unlogged = a.unlogged[:0]
 	a.logSeries = a.logSeries[:0]
-	a.recs = [4][]byte{}
+	clear(a.recs)
+	a.recs = a.recs[:0]
 	a.last = nil
 	a.head = nil
 	appenderPool.Put(a)

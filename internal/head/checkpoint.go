@@ -94,10 +94,14 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		batch, size = batch[:0], 0
 		return w.Log(buf)
 	}
-	var series []*memSeries
+	var (
+		series []*memSeries
+		starts []record.RefStartTime
+	)
 	for i := range h.series.byRef {
 		series = h.series.collect(i, series[:0])
 		for _, s := range series {
+			starts = s.appendStartTimes(starts)
 			cs := s.checkpointEntry()
 			batch = append(batch, cs)
 			size += int(s.lset.ByteSize())
@@ -116,6 +120,16 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 	if err := flush(); err != nil {
 		w.Close()
 		return 0, err
+	}
+	// Start times follow the series they refer to, a record per
+	// checkpointRecordBytes or so (an entry takes up to 30 bytes).
+	for len(starts) > 0 {
+		n := min(len(starts), checkpointRecordBytes/30)
+		if err := w.Log(record.EncodeStartTimes(buf[:0], starts[:n])); err != nil {
+			w.Close()
+			return 0, err
+		}
+		starts = starts[n:]
 	}
 	if md := h.metadata.all(); len(md) > 0 {
 		if err := w.Log(record.EncodeMetadata(buf[:0], md)); err != nil {
@@ -145,15 +159,15 @@ func (s *memSeries) checkpointEntry() record.RefChunkSeries {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chunks := s.chunks
-	if s.head != nil {
+	if s.head != nil && s.head.NumSamples() > 0 {
 		// The open chunk's bytes change with every append: copy them.
 		chunks = append(chunks[:len(chunks):len(chunks)], memChunk{
-			data: append([]byte(nil), s.head.Bytes()...), mint: s.headMint, maxt: s.maxt,
+			data: append([]byte(nil), s.head.Bytes()...), mint: s.headMint, maxt: s.maxt, enc: encodingOf(s.head),
 		})
 	}
 	cs.Chunks = make([]record.RefChunk, len(chunks))
 	for i, c := range chunks {
-		cs.Chunks[i] = record.RefChunk{Encoding: record.EncXOR, MinT: c.mint, MaxT: c.maxt, Data: c.data}
+		cs.Chunks[i] = record.RefChunk{Encoding: c.enc, MinT: c.mint, MaxT: c.maxt, Data: c.data}
 	}
 	cs.LastV = s.lastV
 	return cs

@@ -1,10 +1,18 @@
 package head
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/record"
+	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/wal"
 )
 
 // TestOpenRepairsCorruptSegment flips a byte in the middle of a WAL
@@ -73,5 +81,59 @@ func TestOpenRepairsCorruptSegment(t *testing.T) {
 	}
 	if lost > 50*200/2 {
 		t.Fatalf("%d samples lost: more than the damaged segment held", lost)
+	}
+}
+
+// TestReplayRejectsInvalidHistograms logs histograms that pass the WAL's
+// checksums but are not self-consistent, as a damaged or foreign log could
+// hold: replay must skip them, not crash, and keep the valid ones.
+func TestReplayRejectsInvalidHistograms(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.CheckpointOnClose = false
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lset := labels.FromStrings("__name__", "h")
+	app := h.Appender(context.Background())
+	ref, err := app.Append(0, lset, storage.Sample{T: 1000, H: testHistogram(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := wal.Open(dir, wal.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	badSpans := testHistogram(2)
+	badSpans.PositiveSpans = []histogram.Span{{Offset: 0, Length: 9}} // 2 buckets
+	badCount := testHistogram(3).ToFloat(nil)
+	badCount.Count = -1
+	if err := w.Log(
+		record.EncodeHistogramSamples(nil, []record.RefHistogramSample{{Ref: ref, T: 2000, H: badSpans}, {Ref: ref, T: 3000, H: testHistogram(3)}}),
+		record.EncodeFloatHistogramSamples(nil, []record.RefFloatHistogramSample{{Ref: ref, T: 4000, FH: badCount}}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h, err = Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	got := readAny(t, h, all)[lset.String()]
+	if len(got) != 2 || got[0].t != 1000 || got[1].t != 3000 {
+		t.Fatalf("replayed %v, want the valid histograms at 1000 and 3000", got)
 	}
 }

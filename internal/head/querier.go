@@ -134,11 +134,11 @@ func (ss *seriesSet) Next() bool {
 		}
 		s := ss.series[0]
 		ss.series = ss.series[1:]
-		chunks := s.snapshot(nil, ss.mint, ss.maxt)
+		chunks, starts := s.snapshot(nil, ss.mint, ss.maxt)
 		if len(chunks) == 0 {
 			continue
 		}
-		ss.cur = &series{lset: s.lset, chunks: chunks, mint: ss.mint, maxt: ss.maxt}
+		ss.cur = &series{lset: s.lset, chunks: chunks, starts: starts, mint: ss.mint, maxt: ss.maxt}
 		ss.returned++
 		return true
 	}
@@ -153,6 +153,7 @@ func (ss *seriesSet) Warnings() annotations.Annotations { return nil }
 type series struct {
 	lset       labels.Labels
 	chunks     []memChunk
+	starts     []startTime
 	mint, maxt int64
 }
 

@@ -40,6 +40,9 @@ type loader struct {
 	series      []record.RefSeries
 	chunkSeries []record.RefChunkSeries
 	samples     []record.RefSample
+	hists       []record.RefHistogramSample
+	fhists      []record.RefFloatHistogramSample
+	starts      []record.RefStartTime
 	metadata    []record.RefMetadata
 	exemplars   []record.RefExemplar
 	// aliases maps the ref of a series record whose labels already belong
@@ -48,8 +51,8 @@ type loader struct {
 	aliases map[storage.SeriesRef]storage.SeriesRef
 
 	workers []*replayWorker
-	pending [][]record.RefSample // per worker, the batch being filled
-	free    chan []record.RefSample
+	pending []*replayBatch // per worker, the batch being filled
+	free    chan *replayBatch
 	wg      sync.WaitGroup
 }
 
@@ -60,8 +63,8 @@ const replayCacheMaxSlots = 1 << 22
 
 type replayWorker struct {
 	h    *Head
-	in   chan []record.RefSample
-	free chan<- []record.RefSample
+	in   chan *replayBatch
+	free chan<- *replayBatch
 	// Refs are handed out one after another, so those of one worker
 	// (ref % workers) are dense in ref / workers: a slice indexed by that
 	// finds a series without hashing. Profiles of replay showed the map
@@ -70,6 +73,7 @@ type replayWorker struct {
 	workers uint64
 	cache   map[storage.SeriesRef]*memSeries
 	lists   listSlab
+	last    *memSeries // the series of the previous sample
 	// Counts, read after the worker is done.
 	appended, unknown, rejected uint64
 }
@@ -84,16 +88,16 @@ func newLoader(h *Head, workers int) *loader {
 		// restored, so the decoder need not copy them first.
 		dec:     record.Decoder{AliasChunks: true},
 		aliases: map[storage.SeriesRef]storage.SeriesRef{},
-		pending: make([][]record.RefSample, workers),
-		free:    make(chan []record.RefSample, workers*(replayQueueDepth+2)),
+		pending: make([]*replayBatch, workers),
+		free:    make(chan *replayBatch, workers*(replayQueueDepth+2)),
 	}
 	for range cap(l.free) {
-		l.free <- make([]record.RefSample, 0, replayBatchSize)
+		l.free <- newReplayBatch()
 	}
 	for i := range workers {
 		w := &replayWorker{
 			h:       h,
-			in:      make(chan []record.RefSample, replayQueueDepth),
+			in:      make(chan *replayBatch, replayQueueDepth),
 			free:    l.free,
 			workers: uint64(workers),
 			cache:   map[storage.SeriesRef]*memSeries{},
@@ -125,6 +129,16 @@ func (l *loader) apply(rec []byte) error {
 			return err
 		}
 		l.dispatch(l.samples)
+	case record.HistogramSamples:
+		if l.hists, err = l.dec.HistogramSamples(rec, l.hists[:0]); err != nil {
+			return err
+		}
+		l.dispatchHistograms(l.hists)
+	case record.FloatHistogramSamples:
+		if l.fhists, err = l.dec.FloatHistogramSamples(rec, l.fhists[:0]); err != nil {
+			return err
+		}
+		l.dispatchFloatHistograms(l.fhists)
 	case record.ChunkSeries:
 		if l.chunkSeries, err = l.dec.ChunkSeries(rec, l.chunkSeries[:0]); err != nil {
 			return err
@@ -140,6 +154,22 @@ func (l *loader) apply(rec []byte) error {
 		for i := range l.chunkSeries {
 			clear(l.chunkSeries[i].Chunks)
 			l.chunkSeries[i] = record.RefChunkSeries{Chunks: l.chunkSeries[i].Chunks[:0]}
+		}
+	case record.StartTimes:
+		if l.starts, err = l.dec.StartTimes(rec, l.starts[:0]); err != nil {
+			return err
+		}
+		for _, e := range l.starts {
+			if a, ok := l.aliases[e.Ref]; ok {
+				e.Ref = a
+			}
+			// Changes are kept by time, independent of the samples the
+			// workers may still be applying.
+			if s := l.h.series.getByRef(e.Ref); s != nil {
+				s.mu.Lock()
+				s.setStart(e.T, e.ST)
+				s.mu.Unlock()
+			}
 		}
 	case record.Metadata:
 		if l.metadata, err = l.dec.Metadata(rec, l.metadata[:0]); err != nil {
@@ -195,39 +225,82 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	// (see listSlab).
 	s.chunks = make([]memChunk, 0, len(cs.Chunks))
 	for _, c := range cs.Chunks {
-		if c.Encoding != record.EncXOR {
+		switch c.Encoding {
+		case record.EncXOR, record.EncHistogram, record.EncFloatHistogram:
+		default:
 			return fmt.Errorf("series %s: unknown chunk encoding %d", cs.Labels, c.Encoding)
 		}
 		// c.Data aliases the record being replayed.
-		s.chunks = append(s.chunks, memChunk{data: l.h.arena.copy(c.Data), mint: c.MinT, maxt: c.MaxT})
+		s.chunks = append(s.chunks, memChunk{data: l.h.arena.copy(c.Data), mint: c.MinT, maxt: c.MaxT, enc: c.Encoding})
 	}
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV
 	return nil
 }
 
-// dispatch shards samples to the workers.
+// dispatch shards float samples to the workers.
 func (l *loader) dispatch(samples []record.RefSample) {
-	n := uint64(len(l.workers))
 	for _, s := range samples {
-		if a, ok := l.aliases[s.Ref]; ok {
-			s.Ref = a
+		i := l.shard(&s.Ref)
+		b := l.pending[i]
+		if len(b.hists) > 0 || len(b.fhists) > 0 {
+			b = l.handOver(i)
 		}
-		i := uint64(s.Ref) % n
-		b := append(l.pending[i], s)
-		if len(b) == cap(b) {
-			l.workers[i].in <- b
-			b = <-l.free
+		b.floats = append(b.floats, s)
+		if b.len() >= replayBatchSize {
+			l.handOver(i)
 		}
-		l.pending[i] = b
 	}
+}
+
+// dispatchHistograms shards integer histogram samples to the workers.
+func (l *loader) dispatchHistograms(samples []record.RefHistogramSample) {
+	for _, s := range samples {
+		i := l.shard(&s.Ref)
+		b := l.pending[i]
+		if len(b.fhists) > 0 {
+			b = l.handOver(i)
+		}
+		b.addHistogram(s)
+		if b.len() >= replayBatchSize {
+			l.handOver(i)
+		}
+	}
+}
+
+// dispatchFloatHistograms shards float histogram samples to the workers.
+func (l *loader) dispatchFloatHistograms(samples []record.RefFloatHistogramSample) {
+	for _, s := range samples {
+		i := l.shard(&s.Ref)
+		b := l.pending[i]
+		b.addFloatHistogram(s)
+		if b.len() >= replayBatchSize {
+			l.handOver(i)
+		}
+	}
+}
+
+// shard resolves an aliased ref and returns the worker of its series.
+func (l *loader) shard(ref *storage.SeriesRef) uint64 {
+	if a, ok := l.aliases[*ref]; ok {
+		*ref = a
+	}
+	return uint64(*ref) % uint64(len(l.workers))
+}
+
+// handOver sends worker i its pending batch and returns the next, empty one.
+func (l *loader) handOver(i uint64) *replayBatch {
+	l.workers[i].in <- l.pending[i]
+	b := <-l.free
+	l.pending[i] = b
+	return b
 }
 
 // finish hands out the last batches, waits for the workers and returns
 // their counts.
 func (l *loader) finish() (appended, unknown, rejected uint64) {
 	for i, w := range l.workers {
-		if len(l.pending[i]) > 0 {
+		if l.pending[i].len() > 0 {
 			w.in <- l.pending[i]
 		}
 		close(w.in)
@@ -242,32 +315,76 @@ func (l *loader) finish() (appended, unknown, rejected uint64) {
 }
 
 func (w *replayWorker) run() {
-	chunkSamples := w.h.opts.ChunkSamples
-	var last *memSeries
-	for batch := range w.in {
-		for _, rs := range batch {
-			s := last
-			if s == nil || s.ref != rs.Ref {
-				if s = w.lookup(rs.Ref); s == nil {
-					w.unknown++
-					continue
+	m := &chunkMem{samples: w.h.opts.ChunkSamples, arena: &w.h.arena, lists: &w.lists}
+	for b := range w.in {
+		for _, rs := range b.floats {
+			if s := w.series(rs.Ref); s != nil {
+				s.mu.Lock()
+				if dup, err := s.appendable(rs.T, rs.V); err != nil {
+					// Samples that were dropped when first applied (a
+					// concurrent writer got there first), and samples a
+					// checkpoint already holds.
+					w.rejected++
+				} else if !dup {
+					s.append(rs.T, rs.V, m)
+					w.appended++
 				}
-				last = s
+				s.mu.Unlock()
 			}
-			s.mu.Lock()
-			if dup, err := s.appendable(rs.T, rs.V); err != nil {
-				// Samples that were dropped when first applied (a
-				// concurrent writer got there first), and samples a
-				// checkpoint already holds.
-				w.rejected++
-			} else if !dup {
-				s.append(rs.T, rs.V, chunkSamples, &w.h.arena, &w.lists)
-				w.appended++
-			}
-			s.mu.Unlock()
 		}
-		w.free <- batch[:0]
+		for _, rs := range b.hists {
+			// Histograms were validated before they were logged; a log
+			// damaged in a way its checksums missed must not crash replay.
+			if rs.H.Validate() != nil {
+				w.rejected++
+				continue
+			}
+			if s := w.series(rs.Ref); s != nil {
+				s.mu.Lock()
+				if dup, err := s.appendableHistogram(rs.T, rs.H, nil); err != nil {
+					w.rejected++
+				} else if !dup {
+					s.appendHistogram(rs.T, rs.H, m)
+					w.appended++
+				}
+				s.mu.Unlock()
+			}
+		}
+		for _, rs := range b.fhists {
+			if rs.FH.Validate() != nil {
+				w.rejected++
+				continue
+			}
+			if s := w.series(rs.Ref); s != nil {
+				s.mu.Lock()
+				if dup, err := s.appendableHistogram(rs.T, nil, rs.FH); err != nil {
+					w.rejected++
+				} else if !dup {
+					s.appendFloatHistogram(rs.T, rs.FH, m)
+					w.appended++
+				}
+				s.mu.Unlock()
+			}
+		}
+		b.reset()
+		w.free <- b
 	}
+}
+
+// series returns the series of ref, counting a sample of an unknown one.
+// The series of the previous sample is checked first: a batch often holds
+// runs of one series.
+func (w *replayWorker) series(ref storage.SeriesRef) *memSeries {
+	if w.last != nil && w.last.ref == ref {
+		return w.last
+	}
+	s := w.lookup(ref)
+	if s == nil {
+		w.unknown++
+		return nil
+	}
+	w.last = s
+	return s
 }
 
 func (w *replayWorker) lookup(ref storage.SeriesRef) *memSeries {

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -24,31 +25,61 @@ type memSeries struct {
 	// chunks are the closed chunks, oldest first. Their bytes never change
 	// after the chunk is closed, so a querier may keep them without a lock.
 	chunks []memChunk
-	// head is the open chunk, nil until the first sample. Appends modify its
+	// head is the open chunk, nil until the first sample: an XOR chunk
+	// for floats, a histogram chunk for native histograms. A sample of
+	// another kind than the open chunk's closes it. Appends modify its
 	// bytes in place: readers copy them under mu.
-	head     *chunkenc.XORChunk
+	head     openChunk
 	headMint int64
 	// maxt and lastV are the newest sample, kept here so that the out-of-order
 	// and duplicate checks do not decode the chunk. maxt is math.MinInt64
-	// while the series has no sample.
+	// while the series has no sample. lastV is meaningless when the newest
+	// sample is a histogram: the rare check that needs that one decodes it.
 	maxt  int64
 	lastV float64
+	// starts is the history of the series' start time, nil until it has
+	// one.
+	starts *startTimes
+}
+
+// openChunk is the open chunk of a series: *chunkenc.XORChunk,
+// *chunkenc.HistogramChunk or *chunkenc.FloatHistogramChunk.
+type openChunk interface {
+	NumSamples() int
+	Bytes() []byte
+	Reset()
 }
 
 // memChunk is a closed, immutable chunk.
 type memChunk struct {
 	data       []byte
 	mint, maxt int64
+	enc        record.ChunkEncoding
+}
+
+// chunkMem is where closing a chunk puts it: its bytes into arena, its
+// entry into the series' list, grown out of lists if that is set (replay)
+// or on the heap. samples is the count at which a chunk is closed.
+type chunkMem struct {
+	samples int
+	arena   *chunkArena
+	lists   *listSlab
 }
 
 func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
 	return &memSeries{ref: ref, lset: lset, maxt: math.MinInt64}
 }
 
-// appendable reports whether a sample at t with value v may follow the
-// series' newest sample; dup is true for an exact duplicate, which is
+// appendable reports whether a float sample at t with value v may follow
+// the series' newest sample; dup is true for an exact duplicate, which is
 // accepted and dropped. mu must be held.
 func (s *memSeries) appendable(t int64, v float64) (dup bool, err error) {
+	if t == s.maxt {
+		if enc := s.lastEncoding(); enc != 0 && enc != record.EncXOR {
+			// A histogram has the timestamp.
+			return false, storage.ErrDuplicateSampleForTimestamp
+		}
+	}
 	return checkOrder(s.maxt, s.lastV, t, v)
 }
 
@@ -68,30 +99,60 @@ func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err er
 	}
 }
 
-// append adds a sample that appendable accepted. It cuts a new chunk, the
-// closed one's bytes going to arena, when the open one holds chunkSamples
-// samples. lists, if not nil, holds the chunk list's growth (replay);
-// otherwise it grows on the heap. mu must be held.
-func (s *memSeries) append(t int64, v float64, chunkSamples int, arena *chunkArena, lists *listSlab) {
-	if s.head == nil {
-		s.head = chunkenc.NewXORChunk()
-		s.headMint = t
-	} else if s.head.NumSamples() >= chunkSamples {
-		s.cut(arena, lists)
+// lastEncoding returns the encoding of the chunk holding the newest sample,
+// 0 if there is none. mu must be held.
+func (s *memSeries) lastEncoding() record.ChunkEncoding {
+	if s.head != nil && s.head.NumSamples() > 0 {
+		return encodingOf(s.head)
+	}
+	if n := len(s.chunks); n > 0 {
+		return s.chunks[n-1].enc
+	}
+	return 0
+}
+
+func encodingOf(c openChunk) record.ChunkEncoding {
+	switch c.(type) {
+	case *chunkenc.HistogramChunk:
+		return record.EncHistogram
+	case *chunkenc.FloatHistogramChunk:
+		return record.EncFloatHistogram
+	}
+	return record.EncXOR
+}
+
+// append adds a float sample that appendable accepted. mu must be held.
+func (s *memSeries) append(t int64, v float64, m *chunkMem) {
+	c, ok := s.head.(*chunkenc.XORChunk)
+	switch {
+	case !ok:
+		s.closeOpen(m)
+		c = chunkenc.NewXORChunk()
+		s.head, s.headMint = c, t
+	case c.NumSamples() >= m.samples:
+		s.cut(m)
 		s.headMint = t
 	}
-	s.head.Append(t, v)
+	c.Append(t, v)
 	s.maxt = t
 	s.lastV = v
 }
 
-// cut closes the open chunk, copying its bytes into arena, and empties the
-// open chunk for the next samples, reusing its memory. Readers only ever
-// see copies of the open chunk's bytes, so none is affected.
-func (s *memSeries) cut(arena *chunkArena, lists *listSlab) {
-	c := memChunk{data: arena.copy(s.head.Bytes()), mint: s.headMint, maxt: s.maxt}
-	if lists != nil {
-		s.chunks = lists.appendChunk(s.chunks, c)
+// closeOpen closes the open chunk, if it has samples, before a sample of
+// another kind starts a new one. mu must be held.
+func (s *memSeries) closeOpen(m *chunkMem) {
+	if s.head != nil && s.head.NumSamples() > 0 {
+		s.cut(m)
+	}
+}
+
+// cut closes the open chunk, copying its bytes into the arena, and empties
+// the open chunk for the next samples, reusing its memory. Readers only
+// ever see copies of the open chunk's bytes, so none is affected.
+func (s *memSeries) cut(m *chunkMem) {
+	c := memChunk{data: m.arena.copy(s.head.Bytes()), mint: s.headMint, maxt: s.maxt, enc: encodingOf(s.head)}
+	if m.lists != nil {
+		s.chunks = m.lists.appendChunk(s.chunks, c)
 	} else {
 		s.chunks = append(s.chunks, c)
 	}
@@ -104,15 +165,16 @@ func (s *memSeries) mint() int64 {
 	if len(s.chunks) > 0 {
 		return s.chunks[0].mint
 	}
-	if s.head != nil {
+	if s.head != nil && s.head.NumSamples() > 0 {
 		return s.headMint
 	}
 	return math.MaxInt64
 }
 
 // snapshot appends to dst the chunks that overlap [mint, maxt], the open
-// one as a copy, and returns dst. It returns dst unchanged if none overlap.
-func (s *memSeries) snapshot(dst []memChunk, mint, maxt int64) []memChunk {
+// one as a copy, and returns dst, unchanged if none overlap, and the
+// series' start time changes.
+func (s *memSeries) snapshot(dst []memChunk, mint, maxt int64) ([]memChunk, []startTime) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.chunks {
@@ -120,13 +182,13 @@ func (s *memSeries) snapshot(dst []memChunk, mint, maxt int64) []memChunk {
 			dst = append(dst, c)
 		}
 	}
-	if s.head != nil && s.maxt >= mint && s.headMint <= maxt {
+	if s.head != nil && s.head.NumSamples() > 0 && s.maxt >= mint && s.headMint <= maxt {
 		b := s.head.Bytes()
 		data := make([]byte, len(b))
 		copy(data, b)
-		dst = append(dst, memChunk{data: data, mint: s.headMint, maxt: s.maxt})
+		dst = append(dst, memChunk{data: data, mint: s.headMint, maxt: s.maxt, enc: encodingOf(s.head)})
 	}
-	return dst
+	return dst, s.startsSnapshot()
 }
 
 // stripeSeries holds all series of the head, findable by ref and by label

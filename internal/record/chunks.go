@@ -14,8 +14,12 @@ import (
 // the on-disk format: never renumber them.
 type ChunkEncoding uint8
 
-// EncXOR is internal/chunkenc's XOR float chunk.
-const EncXOR ChunkEncoding = 1
+// The chunk encodings of internal/chunkenc.
+const (
+	EncXOR            ChunkEncoding = 1 // XOR float chunk
+	EncHistogram      ChunkEncoding = 2 // integer native histogram chunk
+	EncFloatHistogram ChunkEncoding = 3 // float native histogram chunk
+)
 
 // RefChunkSeries is a series as a checkpoint holds it.
 type RefChunkSeries struct {

@@ -43,6 +43,8 @@ const (
 	// FloatHistogramSamples records hold float native histogram samples of
 	// series introduced earlier.
 	FloatHistogramSamples Type = 7
+	// StartTimes records hold changes of series' start (created) times.
+	StartTimes Type = 8
 )
 
 func (t Type) String() string {
@@ -59,6 +61,8 @@ func (t Type) String() string {
 		return "exemplars"
 	case HistogramSamples:
 		return "histogram samples"
+	case StartTimes:
+		return "start times"
 	case FloatHistogramSamples:
 		return "float histogram samples"
 	default:
@@ -73,7 +77,7 @@ func Kind(rec []byte) Type {
 		return Unknown
 	}
 	switch t := Type(rec[0]); t {
-	case Series, Samples, ChunkSeries, Metadata, Exemplars, HistogramSamples, FloatHistogramSamples:
+	case Series, Samples, ChunkSeries, Metadata, Exemplars, HistogramSamples, FloatHistogramSamples, StartTimes:
 		return t
 	}
 	return Unknown

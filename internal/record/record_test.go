@@ -192,7 +192,8 @@ func TestKind(t *testing.T) {
 		{[]byte{5}, Exemplars},
 		{[]byte{6}, HistogramSamples},
 		{[]byte{7}, FloatHistogramSamples},
-		{[]byte{8}, Unknown},
+		{[]byte{8}, StartTimes},
+		{[]byte{9}, Unknown},
 		{[]byte{255}, Unknown},
 	}
 	for _, tc := range cases {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -21,12 +22,24 @@ import (
 // records refer to. 0 means "unknown": Append looks the series up by labels.
 type SeriesRef uint64
 
-// Sample is one value of a series at a point in time. It is a struct rather
-// than arguments so that start timestamps, native histograms and exemplars
-// join it without a new Append method per data type.
+// Sample is one value of a series at a point in time: a float, or a native
+// histogram if H or FH is set. It is a struct rather than arguments so that
+// each kind of value joins it without a new Append method per data type.
 type Sample struct {
 	T int64   // timestamp, milliseconds since the epoch
-	V float64 // float value
+	V float64 // float value; ignored if H or FH is set
+	// H is an integer native histogram, FH a float one; at most one is
+	// set. Append copies what it keeps, except CustomValues, which it
+	// shares as Prometheus' histogram.Histogram.Copy does: they must not
+	// change until Commit or Rollback returns.
+	H  *histogram.Histogram
+	FH *histogram.FloatHistogram
+	// ST is the start (created) time of a cumulative series in
+	// milliseconds: when the counter or histogram last started from zero,
+	// as remote-write 2.0 and OTLP send it. 0 means unknown. The store
+	// keeps where it changes and gives it back through the iterators'
+	// AtST; one after T is ignored.
+	ST int64
 }
 
 // Metadata describes a metric family, as senders report it.
@@ -87,6 +100,10 @@ var (
 	// ErrInvalidLabels: the label set is empty, lacks a metric name, has an
 	// empty or duplicated label name, or is not valid UTF-8.
 	ErrInvalidLabels = errors.New("invalid labels")
+	// ErrInvalidHistogram: the native histogram is not self-consistent
+	// (bucket spans and counts disagree, a count is negative, both H and
+	// FH are set, ...).
+	ErrInvalidHistogram = errors.New("invalid native histogram")
 	// ErrSeriesLimit: the sample would create a series beyond the store's
 	// configured maximum. Samples of existing series are still accepted.
 	ErrSeriesLimit = errors.New("series limit reached")

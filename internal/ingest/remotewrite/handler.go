@@ -95,6 +95,7 @@ type scratch struct {
 	// exemplarLabels builds exemplar label sets, so that building one
 	// does not overwrite the labels of the series it belongs to.
 	exemplarLabels labelBuilder
+	histograms     histogramBuilder
 	rj             rejections
 }
 
@@ -224,8 +225,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) result {
 // A missing Content-Type, or one without a proto parameter, is 1.0, as the
 // 2.0 specification requires for compatibility with 1.0 senders.
 func messageVersion(ct string) (version int, msg string, ok bool) {
-	if ct == "" {
+	// The values senders send, spelled as the specification does, are
+	// matched without parsing: mime.ParseMediaType allocates a map and
+	// strings, some 330 bytes a request, a tenth of what a request of
+	// 1000 samples allocated.
+	switch ct {
+	case "", contentType, contentType + ";proto=" + protoV1:
 		return 1, "", true
+	case contentType + ";proto=" + protoV2:
+		return 2, "", true
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -35,8 +36,9 @@ func benchLabelSets() []labels.Labels {
 }
 
 // benchBodies encodes n consecutive requests of the given version, the
-// first being the first-th of the stream (timestamps 15s apart).
-func benchBodies(version, n, first int) [][]byte {
+// first being the first-th of the stream (timestamps 15s apart), with a
+// float sample per series, or an integer native histogram if hist is set.
+func benchBodies(version, n, first int, hist bool) [][]byte {
 	lsets := benchLabelSets()
 	bodies := make([][]byte, n)
 	for r := range n {
@@ -47,17 +49,26 @@ func benchBodies(version, n, first int) [][]byte {
 			for i, l := range lsets {
 				var ls []prompb.Label
 				l.Range(func(l labels.Label) { ls = append(ls, prompb.Label{Name: l.Name, Value: l.Value}) })
-				req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: ls, Samples: []prompb.Sample{{Timestamp: t, Value: float64(i + r)}}})
+				ts := prompb.TimeSeries{Labels: ls}
+				if hist {
+					ts.Histograms = []prompb.Histogram{prompb.FromIntHistogram(t, benchHistogram(i, first+r))}
+				} else {
+					ts.Samples = []prompb.Sample{{Timestamp: t, Value: float64(i + r)}}
+				}
+				req.Timeseries = append(req.Timeseries, ts)
 			}
 			pb, _ = req.Marshal()
 		} else {
 			st := writev2.NewSymbolTable()
 			req := &writev2.Request{}
 			for i, l := range lsets {
-				req.Timeseries = append(req.Timeseries, writev2.TimeSeries{
-					LabelsRefs: st.SymbolizeLabels(l, nil),
-					Samples:    []writev2.Sample{{Timestamp: t, Value: float64(i + r)}},
-				})
+				ts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(l, nil)}
+				if hist {
+					ts.Histograms = []writev2.Histogram{writev2.FromIntHistogram(0, t, benchHistogram(i, first+r))}
+				} else {
+					ts.Samples = []writev2.Sample{{Timestamp: t, Value: float64(i + r)}}
+				}
+				req.Timeseries = append(req.Timeseries, ts)
 			}
 			req.Symbols = st.Symbols()
 			pb, _ = req.Marshal()
@@ -67,76 +78,103 @@ func benchBodies(version, n, first int) [][]byte {
 	return bodies
 }
 
-// BenchmarkWrite measures a remote-write request from body to commit —
-// snappy, protobuf decoding, labels, append and the WAL write — against a
-// real store, in steady state: the series exist and the buffers have
-// grown. Requests are encoded before the timer starts.
+// benchHistogram is the n-th histogram of series i: a request latency
+// histogram of schema 3 with 20 populated buckets gaining observations.
+func benchHistogram(i, n int) *histogram.Histogram {
+	h := &histogram.Histogram{Schema: 3, ZeroThreshold: 1e-128,
+		PositiveSpans: []histogram.Span{{Offset: -10, Length: 20}}, PositiveBuckets: make([]int64, 20)}
+	prev := int64(0)
+	for b := range h.PositiveBuckets {
+		c := int64(n * (b%7 + i%3 + 1))
+		h.PositiveBuckets[b] = c - prev
+		prev = c
+		h.Count += uint64(c)
+		h.Sum += float64(c) * float64(b+1) / 8
+	}
+	return h
+}
+
+// BenchmarkWrite measures a remote-write request of float samples from
+// body to commit — snappy, protobuf decoding, labels, append and the WAL
+// write — against a real store, in steady state: the series exist and the
+// buffers have grown. Requests are encoded before the timer starts.
 //
 //	go test ./internal/ingest/remotewrite -run NONE -bench BenchmarkWrite -benchmem -count=6 | tee new.txt
 //	benchstat old.txt new.txt
 func BenchmarkWrite(b *testing.B) {
 	for _, version := range []int{1, 2} {
-		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) {
-			bodies := benchBodies(version, 240, 0) // two chunks' worth per series
-			opts := head.DefaultOptions()
-			opts.WALDir = b.TempDir()
-			opts.CheckpointMinBytes = 1 << 62
-			opts.CheckpointOnClose = false
-			hd, err := head.Open(opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer hd.Close()
-			h := NewHandler(hd, DefaultOptions())
-			ct := "application/x-protobuf"
-			if version == 2 {
-				ct += ";proto=io.prometheus.write.v2.Request"
-			}
-			req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
-			req.Header.Set("Content-Type", ct)
-			req.Header.Set("Content-Encoding", "snappy")
-			w := &discardWriter{h: http.Header{}}
-			rd := &bytes.Reader{}
-			send := func(i int) {
-				rd.Reset(bodies[i%len(bodies)])
-				req.Body = readCloser{rd}
-				w.code = 0
-				h.ServeHTTP(w, req)
-				if w.code != http.StatusNoContent {
-					b.Fatalf("status %d", w.code)
-				}
-			}
-			// Warm up: create the series and grow the buffers. When the
-			// encoded requests run out, the next ones continue their
-			// timestamps.
-			send(0)
-			i := 1
-			b.ReportAllocs()
-			// Encoding the next requests happens with the timer stopped;
-			// its allocations are taken out of the per-sample figures.
-			var before, after, m1, m2 runtime.MemStats
-			var exclBytes, exclMallocs uint64
-			runtime.ReadMemStats(&before)
-			for b.Loop() {
-				if i%len(bodies) == 0 {
-					b.StopTimer()
-					runtime.ReadMemStats(&m1)
-					bodies = benchBodies(version, len(bodies), i)
-					runtime.ReadMemStats(&m2)
-					exclBytes += m2.TotalAlloc - m1.TotalAlloc
-					exclMallocs += m2.Mallocs - m1.Mallocs
-					b.StartTimer()
-				}
-				send(i)
-				i++
-			}
-			runtime.ReadMemStats(&after)
-			samples := float64(b.N * benchSeries)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/samples, "ns/sample")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc-exclBytes)/samples, "B/sample")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs-exclMallocs)/samples, "allocs/sample")
-		})
+		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) { benchWrite(b, version, false) })
 	}
+}
+
+// BenchmarkWriteHistograms is BenchmarkWrite with an integer native
+// histogram of 20 buckets per series instead of a float sample.
+//
+//	go test ./internal/ingest/remotewrite -run NONE -bench BenchmarkWriteHistograms -benchmem -count=6 | tee new.txt
+func BenchmarkWriteHistograms(b *testing.B) {
+	for _, version := range []int{1, 2} {
+		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) { benchWrite(b, version, true) })
+	}
+}
+
+func benchWrite(b *testing.B, version int, hist bool) {
+	bodies := benchBodies(version, 240, 0, hist) // two chunks' worth per series
+	opts := head.DefaultOptions()
+	opts.WALDir = b.TempDir()
+	opts.CheckpointMinBytes = 1 << 62
+	opts.CheckpointOnClose = false
+	hd, err := head.Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer hd.Close()
+	h := NewHandler(hd, DefaultOptions())
+	ct := "application/x-protobuf"
+	if version == 2 {
+		ct += ";proto=io.prometheus.write.v2.Request"
+	}
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("Content-Encoding", "snappy")
+	w := &discardWriter{h: http.Header{}}
+	rd := &bytes.Reader{}
+	send := func(i int) {
+		rd.Reset(bodies[i%len(bodies)])
+		req.Body = readCloser{rd}
+		w.code = 0
+		h.ServeHTTP(w, req)
+		if w.code != http.StatusNoContent {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+	// Warm up: create the series and grow the buffers. When the encoded
+	// requests run out, the next ones continue their timestamps.
+	send(0)
+	i := 1
+	b.ReportAllocs()
+	// Encoding the next requests happens with the timer stopped; its
+	// allocations are taken out of the per-sample figures.
+	var before, after, m1, m2 runtime.MemStats
+	var exclBytes, exclMallocs uint64
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		if i%len(bodies) == 0 {
+			b.StopTimer()
+			runtime.ReadMemStats(&m1)
+			bodies = benchBodies(version, len(bodies), i, hist)
+			runtime.ReadMemStats(&m2)
+			exclBytes += m2.TotalAlloc - m1.TotalAlloc
+			exclMallocs += m2.Mallocs - m1.Mallocs
+			b.StartTimer()
+		}
+		send(i)
+		i++
+	}
+	runtime.ReadMemStats(&after)
+	samples := float64(b.N * benchSeries)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/samples, "ns/sample")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc-exclBytes)/samples, "B/sample")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs-exclMallocs)/samples, "allocs/sample")
 }
 
 // discardWriter is a ResponseWriter that keeps only the status.

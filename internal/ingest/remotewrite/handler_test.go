@@ -77,7 +77,8 @@ func post(h http.Handler, body []byte, header map[string]string) *httptest.Respo
 	return w
 }
 
-// stored returns the number of samples of each series in the head.
+// stored returns the number of samples, floats and histograms, of each
+// series in the head.
 func stored(t *testing.T, h *head.Head) map[string]int {
 	t.Helper()
 	q, _ := h.Querier(math.MinInt64, math.MaxInt64)
@@ -85,7 +86,7 @@ func stored(t *testing.T, h *head.Head) map[string]int {
 	out := map[string]int{}
 	for ss.Next() {
 		it := ss.At().Iterator(nil)
-		for it.Next() == promchunkenc.ValFloat {
+		for it.Next() != promchunkenc.ValNone {
 			out[ss.At().Labels().String()]++
 		}
 	}

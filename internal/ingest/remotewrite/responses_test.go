@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 )
@@ -106,7 +107,29 @@ func v1Cases() []responseCase {
 		{name: "exact duplicate", wantGood: 2, body: v1(ts([]string{"__name__", "good", "job", "a"}, prompb.Sample{Timestamp: 1000, Value: 1}, prompb.Sample{Timestamp: 1000, Value: 1}, prompb.Sample{Timestamp: 2000, Value: 2}))},
 		{name: "native histogram", wantGood: 2, body: func(t *testing.T) []byte {
 			h := ts([]string{"__name__", "h"})
-			h.Histograms = []prompb.Histogram{{Timestamp: 1, Schema: 0, ZeroThreshold: 1e-128}}
+			h.Histograms = []prompb.Histogram{prompb.FromIntHistogram(1000, testHistogram()), prompb.FromIntHistogram(2000, testHistogram())}
+			return v1(goodV1, h)(t)
+		}},
+		{name: "float native histogram", wantGood: 2, body: func(t *testing.T) []byte {
+			h := ts([]string{"__name__", "h"})
+			h.Histograms = []prompb.Histogram{prompb.FromFloatHistogram(1000, testHistogram().ToFloat(nil))}
+			return v1(goodV1, h)(t)
+		}},
+		{name: "samples and histograms", wantGood: 2, body: func(t *testing.T) []byte {
+			h := ts([]string{"__name__", "h"}, prompb.Sample{Timestamp: 1000, Value: 1})
+			h.Histograms = []prompb.Histogram{prompb.FromIntHistogram(2000, testHistogram())}
+			return v1(goodV1, h)(t)
+		}},
+		{name: "invalid native histogram", wantGood: 2, body: func(t *testing.T) []byte {
+			bad := testHistogram()
+			bad.Count = 1
+			h := ts([]string{"__name__", "h"})
+			h.Histograms = []prompb.Histogram{prompb.FromIntHistogram(1000, bad), prompb.FromIntHistogram(2000, testHistogram())}
+			return v1(goodV1, h)(t)
+		}},
+		{name: "native histogram out of order", wantGood: 2, body: func(t *testing.T) []byte {
+			h := ts([]string{"__name__", "h"})
+			h.Histograms = []prompb.Histogram{prompb.FromIntHistogram(2000, testHistogram()), prompb.FromIntHistogram(1000, testHistogram())}
 			return v1(goodV1, h)(t)
 		}},
 		{name: "with exemplar", wantGood: 2, body: func(t *testing.T) []byte {
@@ -154,7 +177,16 @@ func v2Cases() []responseCase {
 		{name: "samples and histograms", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "x"},
 			samples: []writev2.Sample{{Timestamp: 1, Value: 1}}, histograms: []writev2.Histogram{{Timestamp: 1, ZeroThreshold: 1e-128}}})},
 		{name: "no samples", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "x"}})},
-		{name: "native histogram", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "h"}, histograms: []writev2.Histogram{{Timestamp: 1, ZeroThreshold: 1e-128}}})},
+		{name: "native histogram", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "h"}, histograms: []writev2.Histogram{
+			writev2.FromIntHistogram(0, 1000, testHistogram()), writev2.FromIntHistogram(0, 2000, testHistogram())}})},
+		{name: "float native histogram", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "h"}, histograms: []writev2.Histogram{
+			writev2.FromFloatHistogram(0, 1000, testHistogram().ToFloat(nil))}})},
+		{name: "custom buckets histogram", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "h"}, histograms: []writev2.Histogram{
+			writev2.FromIntHistogram(0, 1000, &histogram.Histogram{Schema: histogram.CustomBucketsSchema, Count: 3, Sum: 2,
+				PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{1, 1}, CustomValues: []float64{0.5, 1}})}})},
+		{name: "invalid native histogram", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "h"}, histograms: []writev2.Histogram{
+			writev2.FromIntHistogram(0, 1000, func() *histogram.Histogram { h := testHistogram(); h.Count = 1; return h }()),
+			writev2.FromIntHistogram(0, 2000, testHistogram())}})},
 		{name: "out of order", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "x"}, samples: []writev2.Sample{{Timestamp: 5, Value: 1}, {Timestamp: 4, Value: 1}}})},
 		{name: "same timestamp other value", wantGood: 2, body: v2(v2Series{labels: []string{"__name__", "x"}, samples: []writev2.Sample{{Timestamp: 5, Value: 1}, {Timestamp: 5, Value: 2}}}, goodV2)},
 		{name: "with metadata", wantGood: 2, body: v2(v2Series{labels: goodV2.labels, samples: goodV2.samples, help: "Requests served."})},
@@ -235,4 +267,14 @@ func renderResponse(code int, h http.Header, body string) string {
 	b.WriteString("\n")
 	b.WriteString(body)
 	return b.String()
+}
+
+// testHistogram is a valid integer native histogram with positive and
+// negative buckets.
+func testHistogram() *histogram.Histogram {
+	return &histogram.Histogram{
+		Schema: 1, ZeroThreshold: 1e-128, ZeroCount: 1, Count: 9, Sum: 12.5,
+		PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}, {Offset: 2, Length: 1}}, PositiveBuckets: []int64{1, 1, 1},
+		NegativeSpans: []histogram.Span{{Offset: 1, Length: 1}}, NegativeBuckets: []int64{2},
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"maps"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -37,13 +39,24 @@ func TestRealSender(t *testing.T) {
 		t.Fatalf("1.0 write: %v", err)
 	}
 
+	h1 := ts([]string{"__name__", "latency", "job", "v1"})
+	h1.Histograms = []prompb.Histogram{prompb.FromIntHistogram(1000, testHistogram()), prompb.FromFloatHistogram(2000, testHistogram().ToFloat(nil))}
+	if _, err := client.Write(context.Background(), remoteapi.WriteV1MessageType, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{h1}}); err != nil {
+		t.Fatalf("1.0 histogram write: %v", err)
+	}
+
 	st := writev2.NewSymbolTable()
 	refs := st.SymbolizeLabels(labels.FromStrings("__name__", "up", "job", "v2"), nil)
+	hrefs := st.SymbolizeLabels(labels.FromStrings("__name__", "latency", "job", "v2"), nil)
 	req := &writev2.Request{Timeseries: []writev2.TimeSeries{{
 		LabelsRefs: refs,
-		Samples:    []writev2.Sample{{Timestamp: 1000, Value: 1}, {Timestamp: 2000, Value: 0}, {Timestamp: 3000, Value: 1}},
+		Samples:    []writev2.Sample{{Timestamp: 1000, Value: 1, StartTimestamp: 100}, {Timestamp: 2000, Value: 0, StartTimestamp: 100}, {Timestamp: 3000, Value: 1, StartTimestamp: 2500}},
 		Metadata:   writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: st.Symbolize("Target is up.")},
 		Exemplars:  []writev2.Exemplar{{LabelsRefs: []uint32{st.Symbolize("trace_id"), st.Symbolize("4bf92f35")}, Value: 1, Timestamp: 3000}},
+	}, {
+		LabelsRefs: hrefs,
+		Histograms: []writev2.Histogram{writev2.FromIntHistogram(500, 1000, testHistogram()), writev2.FromIntHistogram(500, 2000, testHistogram())},
+		Metadata:   writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_HISTOGRAM},
 	}}}
 	req.Symbols = st.Symbols()
 	stats, err := client.Write(context.Background(), remoteapi.WriteV2MessageType, req)
@@ -52,8 +65,8 @@ func TestRealSender(t *testing.T) {
 	}
 	// The client also fails a 2.0 write whose response lacks the
 	// written-headers, so getting here means they were sent.
-	if stats.Samples != 3 || stats.Exemplars != 1 {
-		t.Fatalf("2.0 write: client read %+v, want 3 samples and 1 exemplar written", stats)
+	if stats.Samples != 3 || stats.Histograms != 2 || stats.Exemplars != 1 {
+		t.Fatalf("2.0 write: client read %+v, want 3 samples, 2 histograms and 1 exemplar written", stats)
 	}
 	eq, _ := hd.ExemplarQuerier(context.Background())
 	ex, err := eq.Select(0, 10000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "v2")})
@@ -62,15 +75,31 @@ func TestRealSender(t *testing.T) {
 	}
 
 	wantMD := map[string]storage.Metadata{
-		"reqs": {Type: "counter", Help: "Requests.", Unit: "requests"},
-		"up":   {Type: "gauge", Help: "Target is up."},
+		"reqs":    {Type: "counter", Help: "Requests.", Unit: "requests"},
+		"up":      {Type: "gauge", Help: "Target is up."},
+		"latency": {Type: "histogram"},
 	}
 	if md := hd.Metadata(""); !maps.Equal(md, wantMD) {
 		t.Fatalf("metadata %v, want %v", md, wantMD)
 	}
 
+	// Start times come back per sample.
+	q, _ := hd.Querier(0, 10000)
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "job", "v2"), labels.MustNewMatcher(labels.MatchEqual, "__name__", "up"))
+	var sts []int64
+	for ss.Next() {
+		it := ss.At().Iterator(nil)
+		for it.Next() != promchunkenc.ValNone {
+			sts = append(sts, it.AtST())
+		}
+	}
+	if !slices.Equal(sts, []int64{100, 100, 2500}) {
+		t.Fatalf("start times %v, want [100 100 2500]", sts)
+	}
+
 	got := stored(t, hd)
-	if got[`{__name__="up", job="v1"}`] != 2 || got[`{__name__="up", job="v2"}`] != 3 {
+	if got[`{__name__="up", job="v1"}`] != 2 || got[`{__name__="up", job="v2"}`] != 3 ||
+		got[`{__name__="latency", job="v1"}`] != 2 || got[`{__name__="latency", job="v2"}`] != 2 {
 		t.Fatalf("stored %v", got)
 	}
 }

@@ -19,10 +19,6 @@ import (
 // thousand times helps nobody.
 const maxReportedErrors = 10
 
-// errHistogramsUnsupported refuses native histograms until the store keeps
-// them.
-var errHistogramsUnsupported = errors.New("native histograms are not supported by this server yet")
-
 // rejections collects why parts of a request were refused.
 type rejections struct {
 	samples int // samples and histograms refused
@@ -65,6 +61,7 @@ func isBadData(err error) bool {
 	return errors.Is(err, storage.ErrOutOfOrderSample) ||
 		errors.Is(err, storage.ErrDuplicateSampleForTimestamp) ||
 		errors.Is(err, storage.ErrInvalidLabels) ||
+		errors.Is(err, storage.ErrInvalidHistogram) ||
 		errors.Is(err, storage.ErrSeriesLimit) ||
 		errors.Is(err, storage.ErrOutOfOrderExemplar) ||
 		errors.Is(err, storage.ErrExemplarLabelLength)
@@ -87,7 +84,7 @@ func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
 	defer func() { b.ref = ref }()
 	for i, s := range ss {
 		var err error
-		ref, err = b.app.Append(ref, lset, storage.Sample{T: s.Timestamp, V: s.Value})
+		ref, err = b.app.Append(ref, lset, storage.Sample{T: s.Timestamp, V: s.Value, ST: s.StartTimestamp})
 		if err == nil {
 			b.written.samples++
 			continue
@@ -105,7 +102,33 @@ func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
 	return nil
 }
 
-// exemplar appends one exemplar to the series of the last samples call. It
+// histograms appends one series' native histograms, built with hb. It
+// returns an error only for a server fault, after which the request must
+// be abandoned.
+func (b *batch) histograms(lset labels.Labels, hs []rwpb.Histogram, hb *histogramBuilder) error {
+	var ref storage.SeriesRef
+	defer func() { b.ref = ref }()
+	for i := range hs {
+		var err error
+		ref, err = b.app.Append(ref, lset, hb.sample(&hs[i]))
+		if err == nil {
+			b.written.histograms++
+			continue
+		}
+		if !isBadData(err) {
+			return err
+		}
+		if errors.Is(err, storage.ErrInvalidLabels) || errors.Is(err, storage.ErrSeriesLimit) {
+			b.rj.add(len(hs)-i, err)
+			return nil
+		}
+		b.rj.add(1, err)
+	}
+	return nil
+}
+
+// exemplar appends one exemplar to the series of the last samples or
+// histograms call. It
 // returns an error only for a server fault.
 func (b *batch) exemplar(lset labels.Labels, e exemplar.Exemplar) error {
 	_, err := b.app.AppendExemplar(b.ref, lset, e)
@@ -169,18 +192,19 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 	}
 	for i := range req.Series {
 		ts := &req.Series[i]
-		if len(ts.Histograms) > 0 {
-			b.rj.add(len(ts.Histograms), fmt.Errorf("series %s: %w", v1String(ts.Labels), errHistogramsUnsupported))
-		}
-		if len(ts.Samples) == 0 {
+		if len(ts.Samples) == 0 && len(ts.Histograms) == 0 {
 			continue
 		}
 		lset, err := sc.labels.v1(ts.Labels, &h.opts.Limits)
 		if err != nil {
-			b.rj.add(len(ts.Samples), err)
+			b.rj.add(len(ts.Samples)+len(ts.Histograms), err)
 			continue
 		}
+		// As Prometheus' receiver: a 1.0 series may carry both.
 		if err := b.samples(lset, ts.Samples); err != nil {
+			return b.finish(err)
+		}
+		if err := b.histograms(lset, ts.Histograms, &sc.histograms); err != nil {
 			return b.finish(err)
 		}
 		for _, ex := range ts.Exemplars {
@@ -236,9 +260,6 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 		case n == 0:
 			b.rj.add(0, fmt.Errorf("series %s has neither samples nor histograms", lset))
 			continue
-		case len(ts.Histograms) > 0:
-			b.rj.add(n, fmt.Errorf("series %s: %w", lset, errHistogramsUnsupported))
-			continue
 		}
 		if m := ts.Metadata; m.Type != rwpb.MetricTypeUnknown || m.HelpRef != 0 || m.UnitRef != 0 {
 			md := storage.Metadata{Type: metricType(m.Type), Help: symbolAt(req.Symbols, m.HelpRef), Unit: symbolAt(req.Symbols, m.UnitRef)}
@@ -247,6 +268,9 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 			}
 		}
 		if err := b.samples(lset, ts.Samples); err != nil {
+			return b.finish(err)
+		}
+		if err := b.histograms(lset, ts.Histograms, &sc.histograms); err != nil {
 			return b.finish(err)
 		}
 		for _, ex := range ts.Exemplars {

@@ -1,0 +1,146 @@
+package head
+
+import (
+	"slices"
+
+	"github.com/prometheus/prometheus/model/histogram"
+
+	"github.com/strata-db/strata/internal/record"
+)
+
+// appendBatch holds the samples of part of an appender's batch: floats,
+// integer and float histograms, each with a parallel slice of their series
+// (series[i] is the series of samples[i]). Commit logs and applies a
+// part's floats, then its integer histograms, then its float histograms,
+// as replay does with the records; an appender starts a new part when a
+// series' next sample is of a kind applied earlier than its previous one,
+// so that each series' samples are applied in the order they came.
+//
+// The histograms are the batch's own copies, reused from one commit to
+// the next; their CustomValues are shared with the caller's (see
+// storage.Sample) until reset.
+type appendBatch struct {
+	samples     []record.RefSample
+	series      []*memSeries
+	hists       []record.RefHistogramSample
+	histSeries  []*memSeries
+	fhists      []record.RefFloatHistogramSample
+	fhistSeries []*memSeries
+
+	samplesBuf, histBuf, fhistBuf []byte // encoded records
+}
+
+// kindRank is the order in which Commit applies kinds of samples.
+func kindRank(k record.ChunkEncoding) int {
+	switch k {
+	case record.EncHistogram:
+		return 1
+	case record.EncFloatHistogram:
+		return 2
+	}
+	return 0
+}
+
+func (b *appendBatch) addHistogram(s *memSeries, t int64, h *histogram.Histogram) {
+	b.hists = slices.Grow(b.hists, 1)[:len(b.hists)+1]
+	e := &b.hists[len(b.hists)-1]
+	if e.H == nil {
+		e.H = &histogram.Histogram{}
+	}
+	h.CopyTo(e.H)
+	e.Ref, e.T = s.ref, t
+	b.histSeries = append(b.histSeries, s)
+}
+
+func (b *appendBatch) addFloatHistogram(s *memSeries, t int64, fh *histogram.FloatHistogram) {
+	b.fhists = slices.Grow(b.fhists, 1)[:len(b.fhists)+1]
+	e := &b.fhists[len(b.fhists)-1]
+	if e.FH == nil {
+		e.FH = &histogram.FloatHistogram{}
+	}
+	fh.CopyTo(e.FH)
+	e.Ref, e.T = s.ref, t
+	b.fhistSeries = append(b.fhistSeries, s)
+}
+
+// encode appends the batch's records to recs.
+func (b *appendBatch) encode(recs [][]byte) [][]byte {
+	if len(b.samples) > 0 {
+		b.samplesBuf = record.EncodeSamples(b.samplesBuf[:0], b.samples)
+		recs = append(recs, b.samplesBuf)
+	}
+	if len(b.hists) > 0 {
+		b.histBuf = record.EncodeHistogramSamples(b.histBuf[:0], b.hists)
+		recs = append(recs, b.histBuf)
+	}
+	if len(b.fhists) > 0 {
+		b.fhistBuf = record.EncodeFloatHistogramSamples(b.fhistBuf[:0], b.fhists)
+		recs = append(recs, b.fhistBuf)
+	}
+	return recs
+}
+
+// apply adds the batch's samples to their series and returns how many were
+// appended and how many dropped: a sample that another appender's commit
+// made out of order or a duplicate since Append checked it. The sample is
+// in the WAL; replay decides the same way, dropping it there too.
+func (b *appendBatch) apply(m *chunkMem) (appended, dropped uint64) {
+	applyRuns(b.series, func(s *memSeries, i int) {
+		smpl := b.samples[i]
+		if dup, err := s.appendable(smpl.T, smpl.V); err != nil || dup {
+			dropped++
+			return
+		}
+		s.append(smpl.T, smpl.V, m)
+		appended++
+	})
+	applyRuns(b.histSeries, func(s *memSeries, i int) {
+		e := b.hists[i]
+		if dup, err := s.appendableHistogram(e.T, e.H, nil); err != nil || dup {
+			dropped++
+			return
+		}
+		s.appendHistogram(e.T, e.H, m)
+		appended++
+	})
+	applyRuns(b.fhistSeries, func(s *memSeries, i int) {
+		e := b.fhists[i]
+		if dup, err := s.appendableHistogram(e.T, nil, e.FH); err != nil || dup {
+			dropped++
+			return
+		}
+		s.appendFloatHistogram(e.T, e.FH, m)
+		appended++
+	})
+	return appended, dropped
+}
+
+// applyRuns calls apply for every index of series, holding each series'
+// lock once for a run of its samples.
+func applyRuns(series []*memSeries, apply func(s *memSeries, i int)) {
+	for i := 0; i < len(series); {
+		s := series[i]
+		s.mu.Lock()
+		for ; i < len(series) && series[i] == s; i++ {
+			apply(s, i)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// reset empties the batch, keeping its memory and histograms but no
+// pointer into series or into the caller's custom bucket bounds.
+func (b *appendBatch) reset() {
+	clear(b.series)
+	clear(b.histSeries)
+	clear(b.fhistSeries)
+	for i := range b.hists {
+		b.hists[i].H.CustomValues = nil
+	}
+	for i := range b.fhists {
+		b.fhists[i].FH.CustomValues = nil
+	}
+	b.samples, b.series = b.samples[:0], b.series[:0]
+	b.hists, b.histSeries = b.hists[:0], b.histSeries[:0]
+	b.fhists, b.fhistSeries = b.fhists[:0], b.fhistSeries[:0]
+}
