@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 
 	"github.com/strata-db/strata/internal/record"
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // appendBatch holds the samples of part of an appender's batch: floats,
@@ -42,25 +43,39 @@ func kindRank(k record.ChunkEncoding) int {
 }
 
 func (b *appendBatch) addHistogram(s *memSeries, t int64, h *histogram.Histogram) {
-	b.hists = slices.Grow(b.hists, 1)[:len(b.hists)+1]
-	e := &b.hists[len(b.hists)-1]
-	if e.H == nil {
-		e.H = &histogram.Histogram{}
-	}
-	h.CopyTo(e.H)
-	e.Ref, e.T = s.ref, t
+	b.hists = appendHistogramCopy(b.hists, s.ref, t, h)
 	b.histSeries = append(b.histSeries, s)
 }
 
 func (b *appendBatch) addFloatHistogram(s *memSeries, t int64, fh *histogram.FloatHistogram) {
-	b.fhists = slices.Grow(b.fhists, 1)[:len(b.fhists)+1]
-	e := &b.fhists[len(b.fhists)-1]
+	b.fhists = appendFloatHistogramCopy(b.fhists, s.ref, t, fh)
+	b.fhistSeries = append(b.fhistSeries, s)
+}
+
+// appendHistogramCopy appends a sample holding a copy of h to dst, reusing
+// the histogram of the entry it overwrites, if any (see
+// histogram.Histogram.CopyTo: custom bucket bounds are shared).
+func appendHistogramCopy(dst []record.RefHistogramSample, ref storage.SeriesRef, t int64, h *histogram.Histogram) []record.RefHistogramSample {
+	dst = slices.Grow(dst, 1)[:len(dst)+1]
+	e := &dst[len(dst)-1]
+	if e.H == nil {
+		e.H = &histogram.Histogram{}
+	}
+	h.CopyTo(e.H)
+	e.Ref, e.T = ref, t
+	return dst
+}
+
+// appendFloatHistogramCopy is appendHistogramCopy for float histograms.
+func appendFloatHistogramCopy(dst []record.RefFloatHistogramSample, ref storage.SeriesRef, t int64, fh *histogram.FloatHistogram) []record.RefFloatHistogramSample {
+	dst = slices.Grow(dst, 1)[:len(dst)+1]
+	e := &dst[len(dst)-1]
 	if e.FH == nil {
 		e.FH = &histogram.FloatHistogram{}
 	}
 	fh.CopyTo(e.FH)
-	e.Ref, e.T = s.ref, t
-	b.fhistSeries = append(b.fhistSeries, s)
+	e.Ref, e.T = ref, t
+	return dst
 }
 
 // encode appends the batch's records to recs.

@@ -1,12 +1,6 @@
 package head
 
-import (
-	"slices"
-
-	"github.com/prometheus/prometheus/model/histogram"
-
-	"github.com/strata-db/strata/internal/record"
-)
+import "github.com/strata-db/strata/internal/record"
 
 // replayBatch is what the dispatcher hands a worker at once: samples of the
 // worker's series, in log order. A worker applies a batch's floats, then
@@ -43,22 +37,10 @@ func (b *replayBatch) reset() {
 
 // addHistogram appends a copy of s.
 func (b *replayBatch) addHistogram(s record.RefHistogramSample) {
-	b.hists = slices.Grow(b.hists, 1)[:len(b.hists)+1]
-	e := &b.hists[len(b.hists)-1]
-	if e.H == nil {
-		e.H = &histogram.Histogram{}
-	}
-	s.H.CopyTo(e.H)
-	e.Ref, e.T = s.Ref, s.T
+	b.hists = appendHistogramCopy(b.hists, s.Ref, s.T, s.H)
 }
 
 // addFloatHistogram appends a copy of s.
 func (b *replayBatch) addFloatHistogram(s record.RefFloatHistogramSample) {
-	b.fhists = slices.Grow(b.fhists, 1)[:len(b.fhists)+1]
-	e := &b.fhists[len(b.fhists)-1]
-	if e.FH == nil {
-		e.FH = &histogram.FloatHistogram{}
-	}
-	s.FH.CopyTo(e.FH)
-	e.Ref, e.T = s.Ref, s.T
+	b.fhists = appendFloatHistogramCopy(b.fhists, s.Ref, s.T, s.FH)
 }
