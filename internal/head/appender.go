@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -17,15 +16,15 @@ import (
 // Appender returns an appender for a batch of samples. See storage.Appender
 // for the contract.
 func (h *Head) Appender(context.Context) storage.Appender {
-	a := appenderPool.Get().(*appender)
+	var a *appender
+	select {
+	case a = <-h.appenders:
+	default:
+		a = &appender{}
+	}
 	a.head = h
 	return a
 }
-
-// appenderPool recycles appenders with their buffers, so that a steady
-// stream of batches allocates nothing for them once the buffers have grown
-// to the usual batch size.
-var appenderPool = sync.Pool{New: func() any { return &appender{} }}
 
 // appender buffers a batch until Commit. It is used by one goroutine.
 type appender struct {
@@ -378,6 +377,10 @@ func (a *appender) release() {
 	clear(a.recs)
 	a.recs = a.recs[:0]
 	a.last = nil
+	h := a.head
 	a.head = nil
-	appenderPool.Put(a)
+	select {
+	case h.appenders <- a:
+	default:
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,13 @@ type Head struct {
 	arena     chunkArena
 	metadata  metadataStore
 	exemplars *exemplarStore
+	// appenders holds idle appenders with their buffers, so that a steady
+	// stream of batches allocates nothing for them once the buffers have
+	// grown to the usual batch size. It is a bounded free list rather than
+	// a sync.Pool, which every other collection empties: growing the
+	// buffers anew after each cost remote-write's BenchmarkWrite 0.9 of
+	// the 2.3-2.7 bytes it allocated per sample.
+	appenders chan *appender
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
 
@@ -145,6 +153,9 @@ func Open(opts Options) (*Head, error) {
 		series:    newStripeSeries(opts.Stripes),
 		index:     newIndex(),
 		exemplars: newExemplarStore(opts.MaxExemplars),
+		// Appenders in use at once are about the requests being served,
+		// which the remote-write handler bounds the same way.
+		appenders: make(chan *appender, 2*runtime.GOMAXPROCS(0)),
 	}
 	if err := h.replay(); err != nil {
 		return nil, fmt.Errorf("replay WAL: %w", err)
