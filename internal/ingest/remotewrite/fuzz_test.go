@@ -24,8 +24,16 @@ func FuzzWrite(f *testing.F) {
 		{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Timestamp: 1, Value: 1}}},
 		{LabelsRefs: []uint32{2, 9}, Samples: []writev2.Sample{{Timestamp: 1, Value: 1}}},
 	}}).Marshal()
+	hist := ts([]string{"__name__", "h"})
+	hist.Histograms = []prompb.Histogram{prompb.FromIntHistogram(1, testHistogram()), prompb.FromFloatHistogram(2, testHistogram().ToFloat(nil))}
+	seed3, _ := (&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{hist}}).Marshal()
+	seed4, _ := (&writev2.Request{Symbols: []string{"", "__name__", "h"}, Timeseries: []writev2.TimeSeries{
+		{LabelsRefs: []uint32{1, 2}, Histograms: []writev2.Histogram{writev2.FromIntHistogram(1, 2, testHistogram()), writev2.FromFloatHistogram(0, 3, testHistogram().ToFloat(nil))}},
+	}}).Marshal()
 	f.Add(seed, false, false)
 	f.Add(seed2, false, true)
+	f.Add(seed3, false, false)
+	f.Add(seed4, false, true)
 	f.Add([]byte{}, false, false)
 	f.Add([]byte("\x0a\x00"), true, true)
 	hd := newTestHead(f)
