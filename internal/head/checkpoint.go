@@ -159,7 +159,7 @@ func (s *memSeries) checkpointEntry() record.RefChunkSeries {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chunks := s.chunks
-	if s.head != nil && s.head.NumSamples() > 0 {
+	if s.hasOpenSamples() {
 		// The open chunk's bytes change with every append: copy them.
 		chunks = append(chunks[:len(chunks):len(chunks)], memChunk{
 			data: append([]byte(nil), s.head.Bytes()...), mint: s.headMint, maxt: s.maxt, enc: encodingOf(s.head),

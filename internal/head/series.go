@@ -99,10 +99,17 @@ func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err er
 	}
 }
 
+// hasOpenSamples reports whether the series has an open chunk holding
+// samples: nil until the first sample and after a restore from a
+// checkpoint, which closes every chunk. mu must be held.
+func (s *memSeries) hasOpenSamples() bool {
+	return s.head != nil && s.head.NumSamples() > 0
+}
+
 // lastEncoding returns the encoding of the chunk holding the newest sample,
 // 0 if there is none. mu must be held.
 func (s *memSeries) lastEncoding() record.ChunkEncoding {
-	if s.head != nil && s.head.NumSamples() > 0 {
+	if s.hasOpenSamples() {
 		return encodingOf(s.head)
 	}
 	if n := len(s.chunks); n > 0 {
@@ -141,7 +148,7 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 // closeOpen closes the open chunk, if it has samples, before a sample of
 // another kind starts a new one. mu must be held.
 func (s *memSeries) closeOpen(m *chunkMem) {
-	if s.head != nil && s.head.NumSamples() > 0 {
+	if s.hasOpenSamples() {
 		s.cut(m)
 	}
 }
@@ -165,7 +172,7 @@ func (s *memSeries) mint() int64 {
 	if len(s.chunks) > 0 {
 		return s.chunks[0].mint
 	}
-	if s.head != nil && s.head.NumSamples() > 0 {
+	if s.hasOpenSamples() {
 		return s.headMint
 	}
 	return math.MaxInt64
@@ -182,7 +189,7 @@ func (s *memSeries) snapshot(dst []memChunk, mint, maxt int64) ([]memChunk, []st
 			dst = append(dst, c)
 		}
 	}
-	if s.head != nil && s.head.NumSamples() > 0 && s.maxt >= mint && s.headMint <= maxt {
+	if s.hasOpenSamples() && s.maxt >= mint && s.headMint <= maxt {
 		b := s.head.Bytes()
 		data := make([]byte, len(b))
 		copy(data, b)

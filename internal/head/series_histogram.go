@@ -54,7 +54,7 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 		data []byte
 		enc  record.ChunkEncoding
 	)
-	if s.head != nil && s.head.NumSamples() > 0 {
+	if s.hasOpenSamples() {
 		data, enc = s.head.Bytes(), encodingOf(s.head)
 	} else if n := len(s.chunks); n > 0 {
 		data, enc = s.chunks[n-1].data, s.chunks[n-1].enc

@@ -1,6 +1,7 @@
 package head
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/strata-db/strata/internal/record"
@@ -74,15 +75,7 @@ func startAt(changes []startTime, t int64, hint int) (st int64, idx int) {
 	if idx < 0 || idx >= len(changes) || changes[idx].t > t {
 		// Out of step with the hint (a Seek backwards cannot happen, but
 		// the first call has none): search.
-		i, found := slices.BinarySearchFunc(changes, t, func(c startTime, t int64) int {
-			switch {
-			case c.t < t:
-				return -1
-			case c.t > t:
-				return 1
-			}
-			return 0
-		})
+		i, found := slices.BinarySearchFunc(changes, t, func(c startTime, t int64) int { return cmp.Compare(c.t, t) })
 		if !found {
 			i--
 		}
