@@ -9,32 +9,6 @@ import (
 // bytes that are malformed. Callers branch on it with errors.Is.
 var ErrCorruptChunk = errors.New("corrupt chunk")
 
-// Encoding names a chunk format in errors. Its values are not an on-disk
-// format: whoever stores chunks assigns its own bytes to them.
-type Encoding uint8
-
-const (
-	// EncXOR is the XOR float chunk. It is the zero value because the XOR
-	// iterator predates the field that holds it.
-	EncXOR Encoding = iota
-	// EncHistogram is the integer histogram chunk.
-	EncHistogram
-	// EncFloatHistogram is the float histogram chunk.
-	EncFloatHistogram
-)
-
-func (e Encoding) String() string {
-	switch e {
-	case EncXOR:
-		return "XOR"
-	case EncHistogram:
-		return "histogram"
-	case EncFloatHistogram:
-		return "float histogram"
-	}
-	return fmt.Sprintf("Encoding(%d)", uint8(e))
-}
-
 // CorruptChunkError says where and why decoding a chunk failed.
 type CorruptChunkError struct {
 	// Encoding is the format of the chunk.

@@ -213,6 +213,6 @@ func (it *XORIterator) checkEnd() {
 // false, so that decoders can return it.
 func (it *XORIterator) corrupt(reason string) bool {
 	bitsRead := (it.size-len(it.br.stream))*8 - int(it.br.valid)
-	it.err = &CorruptChunkError{Offset: bitsRead / 8, Sample: int(it.read), Reason: reason}
+	it.err = &CorruptChunkError{Encoding: EncXOR, Offset: bitsRead / 8, Sample: int(it.read), Reason: reason}
 	return false
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -32,11 +33,11 @@ type appendBatch struct {
 }
 
 // kindRank is the order in which Commit applies kinds of samples.
-func kindRank(k record.ChunkEncoding) int {
+func kindRank(k chunkenc.Encoding) int {
 	switch k {
-	case record.EncHistogram:
+	case chunkenc.EncHistogram:
 		return 1
-	case record.EncFloatHistogram:
+	case chunkenc.EncFloatHistogram:
 		return 2
 	}
 	return 0

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -38,7 +39,7 @@ type appender struct {
 	// part, the kind of them applied last (see kindRank). A sample of
 	// such a series of a kind applied earlier starts a new part. Floats
 	// come first, so a batch of floats never looks at it.
-	partKinds map[*memSeries]record.ChunkEncoding
+	partKinds map[*memSeries]chunkenc.Encoding
 	// unlogged are series of this batch whose series record may not be in
 	// the WAL yet; Commit logs those it still finds unlogged. A series may
 	// be listed more than once.
@@ -48,7 +49,7 @@ type appender struct {
 	// sent in one batch are checked against each other and not only
 	// against what is committed.
 	last      *memSeries
-	lastKind  record.ChunkEncoding
+	lastKind  chunkenc.Encoding
 	lastStart int64 // the start time in effect for last's newest sample
 
 	// starts are the changes of start times of this batch, startSeries
@@ -75,19 +76,19 @@ type appender struct {
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
 	h := a.head
-	kind := record.EncXOR
+	kind := chunkenc.EncXOR
 	switch {
 	case smpl.H != nil && smpl.FH != nil:
 		h.stats.samplesRejected.Add(1)
 		return ref, fmt.Errorf("%w: series %s, timestamp %d: both an integer and a float histogram", storage.ErrInvalidHistogram, lset, smpl.T)
 	case smpl.H != nil:
-		kind = record.EncHistogram
+		kind = chunkenc.EncHistogram
 		if err := smpl.H.Validate(); err != nil {
 			h.stats.samplesRejected.Add(1)
 			return ref, fmt.Errorf("%w: series %s, timestamp %d: %w", storage.ErrInvalidHistogram, lset, smpl.T, err)
 		}
 	case smpl.FH != nil:
-		kind = record.EncFloatHistogram
+		kind = chunkenc.EncFloatHistogram
 		if err := smpl.FH.Validate(); err != nil {
 			h.stats.samplesRejected.Add(1)
 			return ref, fmt.Errorf("%w: series %s, timestamp %d: %w", storage.ErrInvalidHistogram, lset, smpl.T, err)
@@ -125,7 +126,7 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		prevStart = a.lastStart
 	} else {
 		s.mu.Lock()
-		if kind == record.EncXOR {
+		if kind == chunkenc.EncXOR {
 			dup, err = s.appendable(smpl.T, smpl.V)
 		} else {
 			dup, err = s.appendableHistogram(smpl.T, smpl.H, smpl.FH)
@@ -155,20 +156,20 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		}
 		clear(a.partKinds)
 	}
-	if kind != record.EncXOR && kindRank(kind) > kindRank(a.partKinds[s]) {
+	if kind != chunkenc.EncXOR && kindRank(kind) > kindRank(a.partKinds[s]) {
 		if a.partKinds == nil {
-			a.partKinds = map[*memSeries]record.ChunkEncoding{}
+			a.partKinds = map[*memSeries]chunkenc.Encoding{}
 		}
 		a.partKinds[s] = kind
 	}
 	b := &a.batches[a.cur]
 	switch kind {
-	case record.EncXOR:
+	case chunkenc.EncXOR:
 		b.samples = append(b.samples, record.RefSample{Ref: s.ref, T: smpl.T, V: smpl.V})
 		b.series = append(b.series, s)
-	case record.EncHistogram:
+	case chunkenc.EncHistogram:
 		b.addHistogram(s, smpl.T, smpl.H)
-	case record.EncFloatHistogram:
+	case chunkenc.EncFloatHistogram:
 		b.addFloatHistogram(s, smpl.T, smpl.FH)
 	}
 	if st := validStart(smpl.ST, smpl.T); st != prevStart {
@@ -186,27 +187,27 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 
 // checkLast is appendable for a sample of a.last, checked against that
 // series' newest sample in the batch.
-func (a *appender) checkLast(kind record.ChunkEncoding, smpl storage.Sample) (dup bool, err error) {
+func (a *appender) checkLast(kind chunkenc.Encoding, smpl storage.Sample) (dup bool, err error) {
 	b := &a.batches[a.cur]
 	var t int64
 	switch a.lastKind {
-	case record.EncXOR:
+	case chunkenc.EncXOR:
 		prev := b.samples[len(b.samples)-1]
-		if kind == record.EncXOR {
+		if kind == chunkenc.EncXOR {
 			return checkOrder(prev.T, prev.V, smpl.T, smpl.V)
 		}
 		t = prev.T
-	case record.EncHistogram:
+	case chunkenc.EncHistogram:
 		prev := b.hists[len(b.hists)-1]
-		if kind == record.EncHistogram && smpl.T == prev.T {
+		if kind == chunkenc.EncHistogram && smpl.T == prev.T {
 			if sameHistogram(prev.H, nil, smpl.H, nil) {
 				return true, nil
 			}
 		}
 		t = prev.T
-	case record.EncFloatHistogram:
+	case chunkenc.EncFloatHistogram:
 		prev := b.fhists[len(b.fhists)-1]
-		if kind == record.EncFloatHistogram && smpl.T == prev.T {
+		if kind == chunkenc.EncFloatHistogram && smpl.T == prev.T {
 			if sameHistogram(nil, prev.FH, nil, smpl.FH) {
 				return true, nil
 			}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -158,16 +159,12 @@ func (s *memSeries) checkpointEntry() record.RefChunkSeries {
 	cs := record.RefChunkSeries{Ref: s.ref, Labels: s.lset}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	chunks := s.chunks
+	cs.Chunks = s.chunks[:len(s.chunks):len(s.chunks)]
 	if s.hasOpenSamples() {
 		// The open chunk's bytes change with every append: copy them.
-		chunks = append(chunks[:len(chunks):len(chunks)], memChunk{
-			data: append([]byte(nil), s.head.Bytes()...), mint: s.headMint, maxt: s.maxt, enc: encodingOf(s.head),
+		cs.Chunks = append(cs.Chunks, chunkenc.Meta{
+			Data: append([]byte(nil), s.head.Bytes()...), MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding(),
 		})
-	}
-	cs.Chunks = make([]record.RefChunk, len(chunks))
-	for i, c := range chunks {
-		cs.Chunks[i] = record.RefChunk{Encoding: c.enc, MinT: c.mint, MaxT: c.maxt, Data: c.data}
 	}
 	cs.LastV = s.lastV
 	return cs

@@ -1,9 +1,13 @@
 package head
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+)
 
 // listSlabSize is the number of chunk-list entries a listSlab allocates at
-// once: 16384 entries of 40 bytes are 640 KiB, so replaying a head of a
+// once: 16384 entries of 48 bytes are 768 KiB, so replaying a head of a
 // million chunks allocates for its chunk lists some 60 times instead of
 // several times per series.
 const listSlabSize = 16384
@@ -21,11 +25,11 @@ const listSlabSize = 16384
 //
 // A listSlab is used by one goroutine: each replay worker has its own.
 type listSlab struct {
-	free []memChunk // the unused rest of the current block
+	free []chunkenc.Meta // the unused rest of the current block
 }
 
 // appendChunk appends c to list, growing it out of the slab when full.
-func (ls *listSlab) appendChunk(list []memChunk, c memChunk) []memChunk {
+func (ls *listSlab) appendChunk(list []chunkenc.Meta, c chunkenc.Meta) []chunkenc.Meta {
 	if len(list) == cap(list) {
 		n := max(2*cap(list), 2)
 		if n > listSlabSize/4 {
@@ -33,7 +37,7 @@ func (ls *listSlab) appendChunk(list []memChunk, c memChunk) []memChunk {
 			return append(list, c)
 		}
 		if len(ls.free) < n {
-			ls.free = make([]memChunk, listSlabSize)
+			ls.free = make([]chunkenc.Meta, listSlabSize)
 		}
 		grown := ls.free[:len(list):n]
 		ls.free = ls.free[n:]

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/strata-db/strata/internal/chunkenc"
 )
 
 // Querier returns a querier over the samples in [mint, maxt]. It implements
@@ -152,8 +153,8 @@ func (ss *seriesSet) Warnings() annotations.Annotations { return nil }
 // series is a snapshot of one series' chunks in [mint, maxt].
 type series struct {
 	lset       labels.Labels
-	chunks     []memChunk
-	starts     []startTime
+	chunks     []chunkenc.Meta
+	starts     []chunkenc.StartTime
 	mint, maxt int64
 }
 

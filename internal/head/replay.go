@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/wal"
@@ -223,15 +224,15 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	}
 	// The list's exact length is known: give it an array of its own
 	// (see listSlab).
-	s.chunks = make([]memChunk, 0, len(cs.Chunks))
+	s.chunks = make([]chunkenc.Meta, 0, len(cs.Chunks))
 	for _, c := range cs.Chunks {
-		switch c.Encoding {
-		case record.EncXOR, record.EncHistogram, record.EncFloatHistogram:
+		switch c.Enc {
+		case chunkenc.EncXOR, chunkenc.EncHistogram, chunkenc.EncFloatHistogram:
 		default:
-			return fmt.Errorf("series %s: unknown chunk encoding %d", cs.Labels, c.Encoding)
+			return fmt.Errorf("series %s: unknown chunk encoding %d", cs.Labels, c.Enc)
 		}
 		// c.Data aliases the record being replayed.
-		s.chunks = append(s.chunks, memChunk{data: l.h.arena.copy(c.Data), mint: c.MinT, maxt: c.MaxT, enc: c.Encoding})
+		s.chunks = append(s.chunks, chunkenc.Meta{Data: l.h.arena.copy(c.Data), MinT: c.MinT, MaxT: c.MaxT, Enc: c.Enc})
 	}
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV

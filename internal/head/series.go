@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/chunkenc"
-	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -24,7 +23,7 @@ type memSeries struct {
 	mu sync.Mutex
 	// chunks are the closed chunks, oldest first. Their bytes never change
 	// after the chunk is closed, so a querier may keep them without a lock.
-	chunks []memChunk
+	chunks []chunkenc.Meta
 	// head is the open chunk, nil until the first sample: an XOR chunk
 	// for floats, a histogram chunk for native histograms. A sample of
 	// another kind than the open chunk's closes it. Appends modify its
@@ -45,16 +44,8 @@ type memSeries struct {
 // openChunk is the open chunk of a series: *chunkenc.XORChunk,
 // *chunkenc.HistogramChunk or *chunkenc.FloatHistogramChunk.
 type openChunk interface {
-	NumSamples() int
-	Bytes() []byte
+	chunkenc.Chunk
 	Reset()
-}
-
-// memChunk is a closed, immutable chunk.
-type memChunk struct {
-	data       []byte
-	mint, maxt int64
-	enc        record.ChunkEncoding
 }
 
 // chunkMem is where closing a chunk puts it: its bytes into arena, its
@@ -75,7 +66,7 @@ func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
 // accepted and dropped. mu must be held.
 func (s *memSeries) appendable(t int64, v float64) (dup bool, err error) {
 	if t == s.maxt {
-		if enc := s.lastEncoding(); enc != 0 && enc != record.EncXOR {
+		if enc := s.lastEncoding(); enc != 0 && enc != chunkenc.EncXOR {
 			// A histogram has the timestamp.
 			return false, storage.ErrDuplicateSampleForTimestamp
 		}
@@ -108,24 +99,14 @@ func (s *memSeries) hasOpenSamples() bool {
 
 // lastEncoding returns the encoding of the chunk holding the newest sample,
 // 0 if there is none. mu must be held.
-func (s *memSeries) lastEncoding() record.ChunkEncoding {
+func (s *memSeries) lastEncoding() chunkenc.Encoding {
 	if s.hasOpenSamples() {
-		return encodingOf(s.head)
+		return s.head.Encoding()
 	}
 	if n := len(s.chunks); n > 0 {
-		return s.chunks[n-1].enc
+		return s.chunks[n-1].Enc
 	}
 	return 0
-}
-
-func encodingOf(c openChunk) record.ChunkEncoding {
-	switch c.(type) {
-	case *chunkenc.HistogramChunk:
-		return record.EncHistogram
-	case *chunkenc.FloatHistogramChunk:
-		return record.EncFloatHistogram
-	}
-	return record.EncXOR
 }
 
 // append adds a float sample that appendable accepted. mu must be held.
@@ -157,7 +138,7 @@ func (s *memSeries) closeOpen(m *chunkMem) {
 // the open chunk for the next samples, reusing its memory. Readers only
 // ever see copies of the open chunk's bytes, so none is affected.
 func (s *memSeries) cut(m *chunkMem) {
-	c := memChunk{data: m.arena.copy(s.head.Bytes()), mint: s.headMint, maxt: s.maxt, enc: encodingOf(s.head)}
+	c := chunkenc.Meta{Data: m.arena.copy(s.head.Bytes()), MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()}
 	if m.lists != nil {
 		s.chunks = m.lists.appendChunk(s.chunks, c)
 	} else {
@@ -170,7 +151,7 @@ func (s *memSeries) cut(m *chunkMem) {
 // no sample. mu must be held.
 func (s *memSeries) mint() int64 {
 	if len(s.chunks) > 0 {
-		return s.chunks[0].mint
+		return s.chunks[0].MinT
 	}
 	if s.hasOpenSamples() {
 		return s.headMint
@@ -181,11 +162,11 @@ func (s *memSeries) mint() int64 {
 // snapshot appends to dst the chunks that overlap [mint, maxt], the open
 // one as a copy, and returns dst, unchanged if none overlap, and the
 // series' start time changes.
-func (s *memSeries) snapshot(dst []memChunk, mint, maxt int64) ([]memChunk, []startTime) {
+func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.Meta, []chunkenc.StartTime) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.chunks {
-		if c.maxt >= mint && c.mint <= maxt {
+		if c.MaxT >= mint && c.MinT <= maxt {
 			dst = append(dst, c)
 		}
 	}
@@ -193,7 +174,7 @@ func (s *memSeries) snapshot(dst []memChunk, mint, maxt int64) ([]memChunk, []st
 		b := s.head.Bytes()
 		data := make([]byte, len(b))
 		copy(data, b)
-		dst = append(dst, memChunk{data: data, mint: s.headMint, maxt: s.maxt, enc: encodingOf(s.head)})
+		dst = append(dst, chunkenc.Meta{Data: data, MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()})
 	}
 	return dst, s.startsSnapshot()
 }

@@ -4,7 +4,6 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 
 	"github.com/strata-db/strata/internal/chunkenc"
-	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -52,15 +51,15 @@ func sameHistogram(h1 *histogram.Histogram, fh1 *histogram.FloatHistogram, h2 *h
 func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHistogram) {
 	var (
 		data []byte
-		enc  record.ChunkEncoding
+		enc  chunkenc.Encoding
 	)
 	if s.hasOpenSamples() {
-		data, enc = s.head.Bytes(), encodingOf(s.head)
+		data, enc = s.head.Bytes(), s.head.Encoding()
 	} else if n := len(s.chunks); n > 0 {
-		data, enc = s.chunks[n-1].data, s.chunks[n-1].enc
+		data, enc = s.chunks[n-1].Data, s.chunks[n-1].Enc
 	}
 	switch enc {
-	case record.EncHistogram:
+	case chunkenc.EncHistogram:
 		var it chunkenc.HistogramIterator
 		it.Reset(data)
 		var h *histogram.Histogram
@@ -68,7 +67,7 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 			h = it.AtHistogram(h)
 		}
 		return h, nil
-	case record.EncFloatHistogram:
+	case chunkenc.EncFloatHistogram:
 		var it chunkenc.FloatHistogramIterator
 		it.Reset(data)
 		var fh *histogram.FloatHistogram

@@ -122,17 +122,3 @@ func TestStartTimes(t *testing.T) {
 		})
 	}
 }
-
-func TestStartAt(t *testing.T) {
-	changes := []startTime{{t: 10, st: 1}, {t: 20, st: 0}, {t: 30, st: 25}}
-	for _, tc := range []struct {
-		t, hint int
-		want    int64
-	}{
-		{5, -1, 0}, {10, -1, 1}, {15, -1, 1}, {20, -1, 0}, {29, 0, 0}, {30, 1, 25}, {99, 0, 25}, {12, 2, 1},
-	} {
-		if got, _ := startAt(changes, int64(tc.t), tc.hint); got != tc.want {
-			t.Errorf("startAt(%d, hint %d) = %d, want %d", tc.t, tc.hint, got, tc.want)
-		}
-	}
-}

@@ -7,18 +7,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/storage"
-)
-
-// ChunkEncoding says how a chunk's bytes are encoded. Values are part of
-// the on-disk format: never renumber them.
-type ChunkEncoding uint8
-
-// The chunk encodings of internal/chunkenc.
-const (
-	EncXOR            ChunkEncoding = 1 // XOR float chunk
-	EncHistogram      ChunkEncoding = 2 // integer native histogram chunk
-	EncFloatHistogram ChunkEncoding = 3 // float native histogram chunk
 )
 
 // RefChunkSeries is a series as a checkpoint holds it.
@@ -29,14 +19,7 @@ type RefChunkSeries struct {
 	// after a restart need not decode the last chunk. Meaningless when
 	// there are no chunks.
 	LastV  float64
-	Chunks []RefChunk // oldest first, not overlapping
-}
-
-// RefChunk is one compressed chunk of a series.
-type RefChunk struct {
-	Encoding   ChunkEncoding
-	MinT, MaxT int64 // inclusive, milliseconds
-	Data       []byte
+	Chunks []chunkenc.Meta // oldest first, not overlapping
 }
 
 // Minimum encoded sizes of a chunk series and a chunk.
@@ -60,7 +43,7 @@ func EncodeChunkSeries(dst []byte, series []RefChunkSeries) []byte {
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(s.LastV))
 		dst = binary.AppendUvarint(dst, uint64(len(s.Chunks)))
 		for _, c := range s.Chunks {
-			dst = append(dst, byte(c.Encoding))
+			dst = append(dst, byte(c.Enc))
 			dst = binary.AppendVarint(dst, c.MinT)
 			dst = binary.AppendUvarint(dst, uint64(c.MaxT-c.MinT))
 			dst = binary.AppendUvarint(dst, uint64(len(c.Data)))
@@ -100,7 +83,7 @@ func (d *Decoder) ChunkSeries(rec []byte, dst []RefChunkSeries) ([]RefChunkSerie
 		// one allocation.
 		size := 0
 		for j := 0; j < nc && b.err == nil; j++ {
-			c := RefChunk{Encoding: ChunkEncoding(b.byte("chunk encoding"))}
+			c := chunkenc.Meta{Enc: chunkenc.Encoding(b.byte("chunk encoding"))}
 			c.MinT = b.varint("chunk min time")
 			c.MaxT = c.MinT + int64(b.uvarint("chunk time span"))
 			c.Data = b.bytes("chunk data", b.uvarint("chunk length"))

@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/strata-db/strata/internal/chunkenc"
 )
 
 func chunkSeriesFixture() []RefChunkSeries {
 	return []RefChunkSeries{
-		{Ref: 1, Labels: labels.FromStrings("__name__", "up", "job", "node"), LastV: 1, Chunks: []RefChunk{
-			{Encoding: EncXOR, MinT: -5000, MaxT: 10, Data: []byte{0, 2, 0xde, 0xad}},
-			{Encoding: EncXOR, MinT: 11, MaxT: 11, Data: []byte{0, 1, 0xbe}},
+		{Ref: 1, Labels: labels.FromStrings("__name__", "up", "job", "node"), LastV: 1, Chunks: []chunkenc.Meta{
+			{Enc: chunkenc.EncXOR, MinT: -5000, MaxT: 10, Data: []byte{0, 2, 0xde, 0xad}},
+			{Enc: chunkenc.EncXOR, MinT: 11, MaxT: 11, Data: []byte{0, 1, 0xbe}},
 		}},
 		{Ref: 7, Labels: labels.FromStrings("__name__", "no_samples")},
-		{Ref: math.MaxUint64, Labels: labels.FromStrings("名前", "値"), LastV: math.Float64frombits(0x7ff0000000000002), Chunks: []RefChunk{
-			{Encoding: EncXOR, MinT: math.MinInt64 + 1, MaxT: math.MaxInt64, Data: []byte{}},
+		{Ref: math.MaxUint64, Labels: labels.FromStrings("名前", "値"), LastV: math.Float64frombits(0x7ff0000000000002), Chunks: []chunkenc.Meta{
+			{Enc: chunkenc.EncXOR, MinT: math.MinInt64 + 1, MaxT: math.MaxInt64, Data: []byte{}},
 		}},
 	}
 }
@@ -34,7 +35,7 @@ func equalChunkSeries(a, b []RefChunkSeries) bool {
 		}
 		for j := range x.Chunks {
 			cx, cy := x.Chunks[j], y.Chunks[j]
-			if cx.Encoding != cy.Encoding || cx.MinT != cy.MinT || cx.MaxT != cy.MaxT || !bytes.Equal(cx.Data, cy.Data) {
+			if cx.Enc != cy.Enc || cx.MinT != cy.MinT || cx.MaxT != cy.MaxT || !bytes.Equal(cx.Data, cy.Data) {
 				return false
 			}
 		}
