@@ -3,6 +3,7 @@ package head
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -24,6 +25,7 @@ func (h *Head) Appender(context.Context) storage.Appender {
 		a = &appender{}
 	}
 	a.head = h
+	a.mint, a.maxt = math.MaxInt64, math.MinInt64
 	return a
 }
 
@@ -40,6 +42,9 @@ type appender struct {
 	// such a series of a kind applied earlier starts a new part. Floats
 	// come first, so a batch of floats never looks at it.
 	partKinds map[*memSeries]chunkenc.Encoding
+	// held are the series this batch holds (see memSeries.hold), once
+	// for each time it took one; release lets go of them.
+	held []*memSeries
 	// unlogged are series of this batch whose series record may not be in
 	// the WAL yet; Commit logs those it still finds unlogged. A series may
 	// be listed more than once.
@@ -51,6 +56,8 @@ type appender struct {
 	last      *memSeries
 	lastKind  chunkenc.Encoding
 	lastStart int64 // the start time in effect for last's newest sample
+	// mint and maxt bound the batch's samples' timestamps.
+	mint, maxt int64
 
 	// starts are the changes of start times of this batch, startSeries
 	// their series, and pendingStart the start time each of those series
@@ -94,37 +101,33 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 			return ref, fmt.Errorf("%w: series %s, timestamp %d: %w", storage.ErrInvalidHistogram, lset, smpl.T, err)
 		}
 	}
-	var s *memSeries
-	if ref != 0 {
-		s = h.series.getByRef(ref)
+	if smpl.T < h.minValidTime.Load() {
+		h.stats.samplesRejected.Add(1)
+		return ref, fmt.Errorf("%w: series %s, timestamp %d is before %d", storage.ErrOutOfBounds, lset, smpl.T, h.minValidTime.Load())
 	}
-	if s == nil {
-		hash := lset.Hash()
-		if s = h.series.getByHash(hash, lset); s == nil {
-			if err := validateLabels(lset); err != nil {
-				h.stats.samplesRejected.Add(1)
-				return 0, err
-			}
-			if limit := h.opts.MaxSeries; limit > 0 && h.stats.series.Load() >= int64(limit) {
-				h.stats.samplesRejected.Add(1)
-				return 0, fmt.Errorf("%w: %s would be series %d, the limit is %d", storage.ErrSeriesLimit, lset, limit+1, limit)
-			}
-			s, _ = h.getOrCreate(hash, lset, 0)
-		}
-	}
-	if !s.logged.Load() && s != a.last {
-		a.unlogged = append(a.unlogged, s)
-	}
-
 	var (
-		dup bool
-		err error
+		s         *memSeries
+		dup       bool
+		err       error
+		prevStart int64
 	)
-	var prevStart int64
-	if s == a.last {
-		dup, err = a.checkLast(kind, smpl)
-		prevStart = a.lastStart
-	} else {
+	for {
+		if s, err = a.series(ref, lset); err != nil {
+			h.stats.samplesRejected.Add(1)
+			return 0, err
+		}
+		if s == a.last {
+			// Held since its first sample of the batch.
+			dup, err = a.checkLast(kind, smpl)
+			prevStart = a.lastStart
+			break
+		}
+		if !s.hold() {
+			// Truncated away since it was found: look again.
+			ref = 0
+			continue
+		}
+		a.held = append(a.held, s)
 		s.mu.Lock()
 		if kind == chunkenc.EncXOR {
 			dup, err = s.appendable(smpl.T, smpl.V)
@@ -136,6 +139,10 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		if st, ok := a.pendingStart[s]; ok {
 			prevStart = st
 		}
+		break
+	}
+	if !s.logged.Load() && s != a.last {
+		a.unlogged = append(a.unlogged, s)
 	}
 	if err != nil {
 		h.stats.samplesRejected.Add(1)
@@ -182,7 +189,31 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		prevStart = st
 	}
 	a.last, a.lastKind, a.lastStart = s, kind, prevStart
+	a.mint, a.maxt = min(a.mint, smpl.T), max(a.maxt, smpl.T)
 	return s.ref, nil
+}
+
+// series returns the series of ref, or of lset if ref is 0 or unknown,
+// creating it if there is none.
+func (a *appender) series(ref storage.SeriesRef, lset labels.Labels) (*memSeries, error) {
+	h := a.head
+	if ref != 0 {
+		if s := h.series.getByRef(ref); s != nil {
+			return s, nil
+		}
+	}
+	hash := lset.Hash()
+	if s := h.series.getByHash(hash, lset); s != nil {
+		return s, nil
+	}
+	if err := validateLabels(lset); err != nil {
+		return nil, err
+	}
+	if limit := h.opts.MaxSeries; limit > 0 && h.stats.series.Load() >= int64(limit) {
+		return nil, fmt.Errorf("%w: %s would be series %d, the limit is %d", storage.ErrSeriesLimit, lset, limit+1, limit)
+	}
+	s, _ := h.getOrCreate(hash, lset, 0)
+	return s, nil
 }
 
 // checkLast is appendable for a sample of a.last, checked against that
@@ -234,10 +265,14 @@ func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e e
 		s = h.series.getByRef(ref)
 	}
 	if s == nil {
-		if s = h.series.getByHash(lset.Hash(), lset); s == nil {
-			// Exemplars come with samples, which create the series.
-			return 0, fmt.Errorf("%w: exemplar for series %s, which has no samples", storage.ErrInvalidLabels, lset)
-		}
+		s = h.series.getByHash(lset.Hash(), lset)
+	}
+	if s == nil || (s != a.last && !s.hold()) {
+		// Exemplars come with samples, which create the series.
+		return 0, fmt.Errorf("%w: exemplar for series %s, which has no samples", storage.ErrInvalidLabels, lset)
+	}
+	if s != a.last {
+		a.held = append(a.held, s)
 	}
 	dup, err := h.exemplars.validate(s.ref, e)
 	if err != nil {
@@ -325,7 +360,7 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	m := &chunkMem{samples: h.opts.ChunkSamples, arena: &h.arena}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: &h.arena}
 	var appended, dropped uint64
 	for i := range a.parts() {
 		n, d := a.batches[i].apply(m)
@@ -337,6 +372,9 @@ func (a *appender) Commit() error {
 		s.mu.Lock()
 		s.setStart(e.T, e.ST)
 		s.mu.Unlock()
+	}
+	if appended > 0 {
+		h.widenTimes(a.mint, a.maxt)
 	}
 	h.stats.samplesAppended.Add(appended)
 	if dropped > 0 {
@@ -371,6 +409,11 @@ func (a *appender) release() {
 	clear(a.startSeries)
 	clear(a.pendingStart)
 	a.starts, a.startSeries = a.starts[:0], a.startSeries[:0]
+	for _, s := range a.held {
+		s.unhold()
+	}
+	clear(a.held)
+	a.held = a.held[:0]
 	clear(a.unlogged)
 	clear(a.logSeries)
 	a.unlogged = a.unlogged[:0]

@@ -15,3 +15,10 @@ func mapBlock(size int) []byte {
 	}
 	return b[:0]
 }
+
+// unmapBlock returns a block of mapBlock to the system. A block that came
+// from the Go heap (mapBlock's fallback) is left to the collector: Munmap
+// refuses memory it did not map.
+func unmapBlock(b []byte) {
+	_ = unix.Munmap(b[:cap(b)])
+}

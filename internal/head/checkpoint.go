@@ -54,7 +54,9 @@ func (h *Head) Checkpoint() error {
 	}
 
 	dir := filepath.Join(h.opts.WALDir, checkpointPrefix+fmt.Sprintf("%08d", n))
+	reader, _ := h.acquireReader(math.MinInt64)
 	size, err := h.writeCheckpoint(dir)
+	h.releaseReader(reader)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", dir, err)
 	}

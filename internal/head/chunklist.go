@@ -1,6 +1,7 @@
 package head
 
 import (
+	"math"
 	"slices"
 
 	"github.com/strata-db/strata/internal/chunkenc"
@@ -52,12 +53,17 @@ func (ls *listSlab) appendChunk(list []chunkenc.Meta, c chunkenc.Meta) []chunken
 // slab blocks. Lists restored from a checkpoint and never grown already
 // have one (their capacity is their length). It runs after replay, before
 // the head takes writes.
+//
+// It also sets the head's time bounds from what replay restored.
 func (h *Head) compactChunkLists() {
 	for i := range h.series.byRef {
 		for _, s := range h.series.byRef[i] {
 			s.mu.Lock()
 			if len(s.chunks) < cap(s.chunks) {
 				s.chunks = slices.Clone(s.chunks)
+			}
+			if s.maxt != math.MinInt64 {
+				h.widenTimes(s.mint(), s.maxt)
 			}
 			s.mu.Unlock()
 		}

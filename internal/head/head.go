@@ -31,6 +31,10 @@ type Options struct {
 	// encoding's size per sample has flattened out while a query for a
 	// short range still decodes little it does not need.
 	ChunkSamples int
+	// BlockRange is the time range in milliseconds of the blocks the head
+	// is compacted into: no chunk spans a multiple of it, so that a block
+	// takes whole chunks. 0 lets chunks span any time.
+	BlockRange int64
 	// Stripes is the number of lock stripes of the series map, a power of
 	// two. More stripes mean fewer appenders waiting on one another at the
 	// cost of a map header per stripe.
@@ -57,12 +61,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// DefaultBlockRange is two hours, Prometheus' block range: long enough
+// that a block holds a full chunk of 120 samples at a 60s interval, short
+// enough that the head holds little more than two hours of data.
+const DefaultBlockRange = 2 * 60 * 60 * 1000
+
 // DefaultOptions returns the options strata runs with unless told
 // otherwise.
 func DefaultOptions() Options {
 	return Options{
 		WAL:                wal.DefaultOptions(),
 		ChunkSamples:       120,
+		BlockRange:         DefaultBlockRange,
 		Stripes:            4096,
 		CheckpointMinBytes: 128 << 20,
 		// Prometheus' default for --storage.exemplars.max-exemplars.
@@ -91,6 +101,16 @@ type Head struct {
 	appenders chan *appender
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
+	// minValidTime is the oldest timestamp the head takes: what is older
+	// was compacted into blocks. math.MinInt64 until the first truncation.
+	minValidTime atomic.Int64
+	// mint and maxt bound the timestamps of the head's samples:
+	// math.MaxInt64 and math.MinInt64 while it has none. mint may be
+	// lower than the oldest sample left after a truncation, never higher.
+	mint, maxt atomic.Int64
+	// readers tracks who reads chunk bytes, for the arena to know when a
+	// block it empties can be freed.
+	readers readers
 
 	// commitMu is held shared by a commit from logging to applying its
 	// samples, and exclusively by a checkpoint while it starts a new WAL
@@ -157,6 +177,9 @@ func Open(opts Options) (*Head, error) {
 		// which the remote-write handler bounds the same way.
 		appenders: make(chan *appender, 2*runtime.GOMAXPROCS(0)),
 	}
+	h.minValidTime.Store(math.MinInt64)
+	h.mint.Store(math.MaxInt64)
+	h.maxt.Store(math.MinInt64)
 	if err := h.replay(); err != nil {
 		return nil, fmt.Errorf("replay WAL: %w", err)
 	}
@@ -269,4 +292,20 @@ func validateLabels(lset labels.Labels) error {
 		return fmt.Errorf("%w: %s: %w", storage.ErrInvalidLabels, lset, err)
 	}
 	return nil
+}
+
+// MinTime returns the oldest timestamp the head may hold, math.MaxInt64
+// if it holds nothing.
+func (h *Head) MinTime() int64 { return h.mint.Load() }
+
+// MaxTime returns the newest timestamp in the head, math.MinInt64 if it
+// holds nothing.
+func (h *Head) MaxTime() int64 { return h.maxt.Load() }
+
+// widenTimes extends the head's time bounds to cover [mint, maxt].
+func (h *Head) widenTimes(mint, maxt int64) {
+	for cur := h.mint.Load(); mint < cur && !h.mint.CompareAndSwap(cur, mint); cur = h.mint.Load() {
+	}
+	for cur := h.maxt.Load(); maxt > cur && !h.maxt.CompareAndSwap(cur, maxt); cur = h.maxt.Load() {
+	}
 }

@@ -222,3 +222,37 @@ func without(a, b []storage.SeriesRef) []storage.SeriesRef {
 	}
 	return out
 }
+
+// delete removes the series refs, whose label sets are those of series,
+// from the index. refs need not be sorted. Lists are replaced, not changed
+// in place, as readers may hold them.
+func (ix *index) delete(refs []storage.SeriesRef, series []*memSeries) {
+	refs = sortUnique(slices.Clone(refs))
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.all = without(slices.Clone(ix.all), refs)
+	touched := map[string]map[string]struct{}{}
+	for _, s := range series {
+		s.lset.Range(func(l labels.Label) {
+			vals := touched[l.Name]
+			if vals == nil {
+				vals = map[string]struct{}{}
+				touched[l.Name] = vals
+			}
+			vals[l.Value] = struct{}{}
+		})
+	}
+	for name, vals := range touched {
+		lists := ix.values[name]
+		for v := range vals {
+			if list := without(slices.Clone(lists[v]), refs); len(list) > 0 {
+				lists[v] = list
+			} else {
+				delete(lists, v)
+			}
+		}
+		if len(lists) == 0 {
+			delete(ix.values, name)
+		}
+	}
+}

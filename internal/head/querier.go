@@ -13,15 +13,21 @@ import (
 // Querier returns a querier over the samples in [mint, maxt]. It implements
 // Prometheus' storage.Queryable, so the PromQL engine reads the head
 // directly.
+//
+// The chunk bytes its series hand out stay valid until Close.
 func (h *Head) Querier(mint, maxt int64) (promstorage.Querier, error) {
-	return &querier{head: h, mint: mint, maxt: maxt}, nil
+	id, mint := h.acquireReader(mint)
+	return &querier{head: h, mint: mint, maxt: maxt, reader: id}, nil
 }
 
 // querier reads the head. It holds no locks between calls: each series is
-// snapshotted when the series set reaches it.
+// snapshotted when the series set reaches it. As a reader (see readers),
+// it keeps Truncate from dropping chunks it may read until Close.
 type querier struct {
 	head       *Head
 	mint, maxt int64
+	reader     uint64
+	closed     bool
 }
 
 func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
@@ -90,7 +96,13 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 	return applyLimit(names, hints), nil, nil
 }
 
-func (q *querier) Close() error { return nil }
+func (q *querier) Close() error {
+	if !q.closed {
+		q.closed = true
+		q.head.releaseReader(q.reader)
+	}
+	return nil
+}
 
 func sortedKeys(m map[string]struct{}) []string {
 	out := make([]string, 0, len(m))

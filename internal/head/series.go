@@ -14,11 +14,17 @@ import (
 // memSeries is one series in the head.
 //
 // ref and lset are immutable after creation. logged is set once the series
-// record is in the WAL. Everything else is guarded by mu.
+// record is in the WAL. pending is atomic. Everything else is guarded by
+// mu.
 type memSeries struct {
 	ref    storage.SeriesRef
 	lset   labels.Labels
 	logged atomic.Bool
+	// pending counts the appenders that hold the series for a commit, or
+	// is seriesRemoved once truncate took the series out of the head; see
+	// hold. It fits in the padding after logged, keeping memSeries in
+	// the 112-byte size class.
+	pending atomic.Int32
 
 	mu sync.Mutex
 	// chunks are the closed chunks, oldest first. Their bytes never change
@@ -50,12 +56,67 @@ type openChunk interface {
 
 // chunkMem is where closing a chunk puts it: its bytes into arena, its
 // entry into the series' list, grown out of lists if that is set (replay)
-// or on the heap. samples is the count at which a chunk is closed.
+// or on the heap. samples is the count at which a chunk is closed;
+// blockRange, if not 0, the time range (ms) at whose multiples one is
+// closed too, so that no chunk spans two blocks.
 type chunkMem struct {
-	samples int
-	arena   *chunkArena
-	lists   *listSlab
+	samples    int
+	blockRange int64
+	arena      *chunkArena
+	lists      *listSlab
+	// rangeLo and rangeHi are the block range rangeEnd found last: the
+	// series of a batch mostly share one, and a lookup within it saves
+	// two divisions per sample.
+	rangeLo, rangeHi int64
 }
+
+// crossesRange reports whether a sample at t falls in a later block range
+// than the open chunk's first sample at mint, so that it must start a new
+// chunk.
+func (m *chunkMem) crossesRange(mint, t int64) bool {
+	if m.blockRange <= 0 {
+		return false
+	}
+	if mint < m.rangeLo || mint >= m.rangeHi {
+		m.rangeLo = rangeStart(mint, m.blockRange)
+		m.rangeHi = m.rangeLo + m.blockRange
+	}
+	return t >= m.rangeHi
+}
+
+// rangeStart returns the start of the block range of length r holding t:
+// the largest multiple of r not after t.
+func rangeStart(t, r int64) int64 {
+	m := t % r
+	if m < 0 {
+		m += r
+	}
+	return t - m
+}
+
+// seriesRemoved is memSeries.pending of a series truncate removed.
+const seriesRemoved = math.MinInt32
+
+// hold marks the series as held by an appender until unhold, so that
+// truncate does not remove it while a commit may still write to it. It
+// returns false if truncate removed it already: the caller must look its
+// labels up again, which creates a new series.
+func (s *memSeries) hold() bool {
+	for {
+		n := s.pending.Load()
+		if n == seriesRemoved {
+			return false
+		}
+		if s.pending.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (s *memSeries) unhold() { s.pending.Add(-1) }
+
+// tryRemove marks the series removed unless an appender holds it.
+func (s *memSeries) tryRemove() bool { return s.pending.CompareAndSwap(0, seriesRemoved) }
 
 func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
 	return &memSeries{ref: ref, lset: lset, maxt: math.MinInt64}
@@ -117,7 +178,7 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 		s.closeOpen(m)
 		c = chunkenc.NewXORChunk()
 		s.head, s.headMint = c, t
-	case c.NumSamples() >= m.samples:
+	case c.NumSamples() >= m.samples || m.crossesRange(s.headMint, t):
 		s.cut(m)
 		s.headMint = t
 	}

@@ -88,7 +88,7 @@ func (s *memSeries) appendHistogram(t int64, h *histogram.Histogram, m *chunkMem
 		s.closeOpen(m)
 		c = chunkenc.NewHistogramChunk()
 		s.head, s.headMint = c, t
-	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes:
+	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t):
 		s.cut(m)
 		s.headMint = t
 	}
@@ -116,7 +116,7 @@ func (s *memSeries) appendFloatHistogram(t int64, fh *histogram.FloatHistogram, 
 		s.closeOpen(m)
 		c = chunkenc.NewFloatHistogramChunk()
 		s.head, s.headMint = c, t
-	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes:
+	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t):
 		s.cut(m)
 		s.headMint = t
 	}

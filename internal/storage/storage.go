@@ -97,6 +97,9 @@ var (
 	// ErrDuplicateSampleForTimestamp: the series already has a different
 	// value at this timestamp.
 	ErrDuplicateSampleForTimestamp = errors.New("duplicate sample for timestamp")
+	// ErrOutOfBounds: the sample is older than the oldest time the store
+	// still takes: that range was written to blocks already.
+	ErrOutOfBounds = errors.New("out of bounds")
 	// ErrInvalidLabels: the label set is empty, lacks a metric name, has an
 	// empty or duplicated label name, or is not valid UTF-8.
 	ErrInvalidLabels = errors.New("invalid labels")

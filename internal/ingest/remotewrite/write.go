@@ -59,6 +59,7 @@ func (rj *rejections) String(total int) string {
 // a retry cannot help.
 func isBadData(err error) bool {
 	return errors.Is(err, storage.ErrOutOfOrderSample) ||
+		errors.Is(err, storage.ErrOutOfBounds) ||
 		errors.Is(err, storage.ErrDuplicateSampleForTimestamp) ||
 		errors.Is(err, storage.ErrInvalidLabels) ||
 		errors.Is(err, storage.ErrInvalidHistogram) ||

@@ -1,0 +1,278 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+const testRange = 1000 // ms: a small block range, so that tests cross many
+
+func openRangeHead(t *testing.T, dir string) *Head {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.Stripes = 16
+	opts.BlockRange = testRange
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestChunksCutAtBlockRange(t *testing.T) {
+	h := openRangeHead(t, t.TempDir())
+	defer h.Close()
+	lset := labels.FromStrings("__name__", "m")
+	app := h.Appender(context.Background())
+	// 10 samples per range, far fewer than a chunk holds.
+	for ts := int64(-1000); ts < 3000; ts += 100 {
+		mustAppend(t, app, lset, ts, float64(ts))
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s := h.series.getByHash(lset.Hash(), lset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.chunks) != 3 {
+		t.Fatalf("%d closed chunks, want 3 (one per range before the last)", len(s.chunks))
+	}
+	for i, c := range s.chunks {
+		if lo := int64(i-1) * testRange; c.MinT != lo || c.MaxT != lo+testRange-100 {
+			t.Errorf("chunk %d spans [%d, %d], want [%d, %d]", i, c.MinT, c.MaxT, lo, lo+testRange-100)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	dir := t.TempDir()
+	h := openRangeHead(t, dir)
+	old := labels.FromStrings("__name__", "old")       // only before 2000
+	live := labels.FromStrings("__name__", "live")     // throughout
+	reborn := labels.FromStrings("__name__", "reborn") // before 1000 and after 3000
+	app := h.Appender(context.Background())
+	for ts := int64(0); ts < 4000; ts += 100 {
+		if ts < 2000 {
+			mustAppend(t, app, old, ts, 1)
+		}
+		mustAppend(t, app, live, ts, float64(ts))
+		if ts < 1000 {
+			mustAppend(t, app, reborn, ts, 2)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	arenaBefore := h.arena.mappedBytes()
+
+	st := h.Truncate(2000)
+	if st.SeriesRemoved != 2 || st.Chunks != 2+2+1 {
+		t.Errorf("truncate: %+v, want 2 series and 5 chunks removed", st)
+	}
+	if n := h.Stats().Series; n != 1 {
+		t.Errorf("%d series after truncate, want 1", n)
+	}
+	got := readAll(t, h, 0, 10000, all)
+	if len(got) != 1 || len(got[live.String()]) != 20 || got[live.String()][0].t != 2000 {
+		t.Errorf("after truncate read %v, want live from 2000 only", got)
+	}
+	names, _, _ := mustQuerier(t, h).LabelValues(context.Background(), "__name__", nil)
+	if fmt.Sprint(names) != "[live]" {
+		t.Errorf("metric names after truncate: %v, want [live]", names)
+	}
+
+	app = h.Appender(context.Background())
+	if _, err := app.Append(0, live, sampleOf(1999, 0)); !errors.Is(err, storage.ErrOutOfBounds) {
+		t.Errorf("append before truncation point: %v, want ErrOutOfBounds", err)
+	}
+	mustAppend(t, app, reborn, 4000, 3)
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if h.arena.mappedBytes() > arenaBefore {
+		t.Errorf("arena grew from %d to %d bytes", arenaBefore, h.arena.mappedBytes())
+	}
+	want := readAll(t, h, 0, 10000, all)
+	if len(want[reborn.String()]) != 1 {
+		t.Fatalf("reborn series: %v", want[reborn.String()])
+	}
+
+	// What a restart restores: from the WAL, then from a checkpoint.
+	if err := h.wal.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h = openRangeHead(t, dir)
+	h.Truncate(2000)
+	assertEqual(t, readAll(t, h, 0, 10000, all), want)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h = openRangeHead(t, dir)
+	defer h.Close()
+	assertEqual(t, readAll(t, h, 0, 10000, all), want)
+}
+
+func mustQuerier(t *testing.T, h *Head) *querier {
+	q, err := h.Querier(0, 1<<62)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q.(*querier)
+}
+
+// TestTruncateFreesArena checks that the memory of dropped chunks goes
+// back to the system, and not before the queries that could read it end.
+func TestTruncateFreesArena(t *testing.T) {
+	h := openRangeHead(t, t.TempDir())
+	defer h.Close()
+	// Enough series and ranges to fill several arena blocks per range.
+	const nseries = 3000
+	var ts int64
+	appendRange := func() {
+		app := h.Appender(context.Background())
+		for end := ts + testRange; ts < end; ts += 10 {
+			for i := range nseries {
+				mustAppend(t, app, labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), ts, float64(ts*int64(i)))
+			}
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 4 {
+		appendRange()
+	}
+	peak := h.arena.mappedBytes()
+
+	q := mustQuerier(t, h)
+	ss := q.Select(context.Background(), false, nil, all)
+	truncated := make(chan TruncateStats)
+	go func() { truncated <- h.Truncate(3 * testRange) }()
+	for h.minValidTime.Load() != 3*testRange {
+		runtime.Gosched()
+	}
+	// The query started before the truncation: it reads everything.
+	var it promchunkenc.Iterator
+	n := 0
+	for ss.Next() {
+		it = ss.At().Iterator(it)
+		for it.Next() == promchunkenc.ValFloat {
+			n++
+		}
+		if it.Err() != nil {
+			t.Fatal(it.Err())
+		}
+	}
+	if n != nseries*4*testRange/10 {
+		t.Errorf("query read %d samples, want %d", n, nseries*4*testRange/10)
+	}
+	select {
+	case <-truncated:
+		t.Fatal("Truncate returned while a query that reads what it drops was open")
+	default:
+	}
+	if got := h.arena.mappedBytes(); got != peak {
+		t.Errorf("arena freed %d bytes while a query could read them", peak-got)
+	}
+	q.Close()
+	if st := <-truncated; st.ArenaBytesFree == 0 {
+		t.Errorf("truncate freed nothing: %+v", st)
+	}
+	if got := h.arena.mappedBytes(); got > peak/2 {
+		t.Errorf("arena holds %d of %d bytes after truncating 3 of 4 ranges", got, peak)
+	}
+}
+
+// TestTruncateConcurrent runs appends, queries and truncations at once;
+// under -race it checks their synchronisation, and every sample a query
+// reads must be one that was written (v == t).
+func TestTruncateConcurrent(t *testing.T) {
+	h := openRangeHead(t, t.TempDir())
+	defer h.Close()
+	const nseries = 200
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	var appendErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for ts := int64(0); ts < 20*testRange; ts += 50 {
+			app := h.Appender(context.Background())
+			for i := range nseries {
+				// Some series stop early, so that truncation removes them.
+				if i%4 == 0 && ts > 5*testRange {
+					continue
+				}
+				lset := labels.FromStrings("__name__", "m", "i", fmt.Sprint(i))
+				if _, err := app.Append(0, lset, sampleOf(ts, float64(ts))); err != nil {
+					appendErr = err
+					return
+				}
+			}
+			if err := app.Commit(); err != nil {
+				appendErr = err
+				return
+			}
+		}
+	}()
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var it promchunkenc.Iterator
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				q, _ := h.Querier(0, 1<<62)
+				ss := q.Select(context.Background(), false, nil, all)
+				for ss.Next() {
+					it = ss.At().Iterator(it)
+					for it.Next() == promchunkenc.ValFloat {
+						if ts, v := it.At(); float64(ts) != v {
+							t.Errorf("read (%d, %v): not a written sample", ts, v)
+						}
+					}
+				}
+				q.Close()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if maxt := h.MaxTime(); maxt > 2*testRange {
+				h.Truncate(rangeStart(maxt, testRange) - testRange)
+			}
+		}
+	}()
+	wg.Wait()
+	if appendErr != nil {
+		t.Fatal(appendErr)
+	}
+	// Every series still has its newest samples.
+	got := readAll(t, h, 0, 1<<62, all)
+	if len(got) != nseries*3/4 {
+		t.Errorf("%d series at the end, want %d", len(got), nseries*3/4)
+	}
+}
