@@ -13,7 +13,7 @@ import (
 type CounterResetHeader uint8
 
 // The values are those of histogram.CounterResetHint with the same names,
-// and are what the header byte holds (see doc.go).
+// and are what the header byte holds (see docs/format/chunks.md).
 const (
 	UnknownCounterReset CounterResetHeader = iota // reset state unknown: queries compare with the previous chunk
 	CounterReset                                  // the chunk's first histogram follows a counter reset

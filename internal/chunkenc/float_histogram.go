@@ -11,7 +11,7 @@ import (
 // in a HistogramChunk; each histogram stores its timestamp as a
 // delta-of-delta, and its sum, zero count and bucket counts XOR'd with the
 // previous histogram's, and its count XOR'd with the sum of its zero count
-// and buckets. The byte format is described in the package documentation.
+// and buckets. The byte format is described in docs/format/chunks.md.
 //
 // A FloatHistogramChunk is not safe for concurrent use: Append writes into
 // the memory Bytes returns, so readers of that memory must be synchronised

@@ -6,8 +6,8 @@ import "math/bits"
 // one value to the next, as the values of an XOR chunk do; histogram
 // chunks keep one per encoded field (sum, count, every bucket of a float
 // histogram). The code is the XOR chunk's value code, described in
-// doc.go: 0 for a repeat, 10 for bits in the current window, 11 for a new
-// window.
+// docs/format/chunks.md: 0 for a repeat, 10 for bits in the current
+// window, 11 for a new window.
 type xorState struct {
 	v       uint64 // bits of the previous value: the next one is XOR'd with it
 	leading uint8  // leading zeros of the current window

@@ -12,7 +12,7 @@ import (
 // stores its timestamp as a delta-of-delta, its sum XOR'd with the
 // previous one, and its zero count, bucket counts and count as
 // delta-of-deltas in a variable-width code. The byte format is described
-// in the package documentation.
+// in docs/format/chunks.md.
 //
 // A HistogramChunk is not safe for concurrent use: Append writes into the
 // memory Bytes returns, so readers of that memory must be synchronised

@@ -23,7 +23,7 @@ const histogramChunkInitialCap = 128
 
 // staleMarkerBits is the bit pattern of Prometheus' stale marker, a NaN
 // that marks a series gone; a histogram whose sum has it is a stale
-// marker, and nothing else of it is stored (see doc.go).
+// marker, and nothing else of it is stored (see docs/format/chunks.md).
 const staleMarkerBits = 0x7ff0000000000002
 
 // histogramEncoder is the state both histogram chunks share: the bytes,

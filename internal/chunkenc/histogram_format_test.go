@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 )
 
-// docExampleHistograms are the histograms of the example in doc.go.
+// docExampleHistograms are the histograms of the example in docs/format/chunks.md.
 func docExampleHistograms() []hsample {
 	spans := []histogram.Span{{Offset: 0, Length: 2}}
 	return []hsample{
@@ -20,7 +20,7 @@ func docExampleHistograms() []hsample {
 	}
 }
 
-// TestHistogramDocExample checks the example in the package documentation.
+// TestHistogramDocExample checks the example in docs/format/chunks.md.
 func TestHistogramDocExample(t *testing.T) {
 	const want = "000200000000000000000000010002" + "00d00fc45fff4e2701d4c6137ffe90"
 	c, err := encodeHistograms(docExampleHistograms())
@@ -28,7 +28,7 @@ func TestHistogramDocExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprintf("%x", c.Bytes()); got != want {
-		t.Fatalf("encoded %s, doc.go says %s", got, want)
+		t.Fatalf("encoded %s, docs/format/chunks.md says %s", got, want)
 	}
 }
 
@@ -44,7 +44,7 @@ func annotatedBits(s string) []byte {
 }
 
 // TestHistogramFormat checks encodings bit by bit against the format
-// described in doc.go.
+// described in docs/format/chunks.md.
 func TestHistogramFormat(t *testing.T) {
 	t.Run("histogram", func(t *testing.T) {
 		want := annotatedBits(`

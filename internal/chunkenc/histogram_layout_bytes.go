@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 )
 
-// appendLayout appends the layout's bytes, as doc.go describes them.
+// appendLayout appends the layout's bytes, as docs/format/chunks.md describes them.
 func (l *histogramLayout) appendLayout(b []byte) []byte {
 	b = binary.AppendVarint(b, int64(l.schema))
 	if l.custom() {

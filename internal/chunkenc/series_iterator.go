@@ -2,6 +2,7 @@ package chunkenc
 
 import (
 	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
@@ -186,3 +187,27 @@ func (si *SeriesIterator) AtST() int64 {
 
 // Err implements Prometheus' chunkenc.Iterator.
 func (si *SeriesIterator) Err() error { return si.err }
+
+// Series is a series' labels with its chunks and start time changes,
+// read from mint to maxt: what the head and the blocks hand the PromQL
+// engine. It implements Prometheus' storage.Series.
+type Series struct {
+	Lset       labels.Labels
+	Chunks     []Meta
+	Starts     []StartTime
+	MinT, MaxT int64
+}
+
+// Labels implements storage.Series.
+func (s *Series) Labels() labels.Labels { return s.Lset }
+
+// Iterator implements storage.Series, reusing it if it is a
+// *SeriesIterator.
+func (s *Series) Iterator(it promchunkenc.Iterator) promchunkenc.Iterator {
+	si, ok := it.(*SeriesIterator)
+	if !ok {
+		si = &SeriesIterator{}
+	}
+	si.Reset(s.Chunks, s.Starts, s.MinT, s.MaxT)
+	return si
+}

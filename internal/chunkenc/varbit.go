@@ -4,7 +4,7 @@ package chunkenc
 // delta-of-deltas of counts and buckets, and their first values): a prefix
 // of up to varbitMaxOnes ones, ended by a zero unless it has that many,
 // picks the width of the two's complement value that follows, 0 for the
-// value 0 itself. See doc.go for why these widths.
+// value 0 itself. See docs/format/chunks.md for why these widths.
 const varbitMaxOnes = 8
 
 // varbitBits maps the count of ones in a varbit prefix to the width of the

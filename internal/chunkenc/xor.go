@@ -22,7 +22,7 @@ const xorChunkInitialCap = 64
 
 // Delta-of-delta buckets: a prefix of up to four ones, ended by a zero
 // unless it has four, picks the width of the two's complement value that
-// follows. See doc.go for why these widths.
+// follows. See docs/format/chunks.md for why these widths.
 const (
 	dodBits1 = 7  // prefix 10
 	dodBits2 = 14 // prefix 110
@@ -40,7 +40,7 @@ const maxLeading = 31
 
 // XORChunk holds up to math.MaxUint16 float samples: timestamps as
 // delta-of-delta, values XOR'd with the previous value (Gorilla). The byte
-// format is described in the package documentation.
+// format is described in docs/format/chunks.md.
 //
 // An XORChunk is not safe for concurrent use: Append writes into the memory
 // Bytes returns, so readers of that memory must be synchronised with the

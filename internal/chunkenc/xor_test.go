@@ -225,7 +225,7 @@ func TestXORBytesSnapshot(t *testing.T) {
 
 // bitString turns a string of '0' and '1' (other characters ignored) into
 // bytes, zero-padding the last one. It is deliberately independent of
-// bitWriter so that TestXORFormat checks the format as doc.go writes it.
+// bitWriter so that TestXORFormat checks the format as docs/format/chunks.md writes it.
 func bitString(s string) []byte {
 	var out []byte
 	n := 0
@@ -245,7 +245,7 @@ func bitString(s string) []byte {
 }
 
 // TestXORFormat checks the encoding bit by bit against the format
-// described in doc.go.
+// described in docs/format/chunks.md.
 func TestXORFormat(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -319,12 +319,12 @@ func TestXORFormat(t *testing.T) {
 	}
 }
 
-// TestXORDocExample checks the example in the package documentation.
+// TestXORDocExample checks the example in docs/format/chunks.md.
 func TestXORDocExample(t *testing.T) {
 	const want = "0003d00f3ff0000000000000987540b099ffe0"
 	c := encode([]sample{{1000, bitsOf(1)}, {16000, bitsOf(1)}, {31002, bitsOf(3)}})
 	if got := fmt.Sprintf("%x", c.Bytes()); got != want {
-		t.Fatalf("encoded %s, doc.go says %s", got, want)
+		t.Fatalf("encoded %s, docs/format/chunks.md says %s", got, want)
 	}
 }
 

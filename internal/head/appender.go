@@ -25,6 +25,7 @@ func (h *Head) Appender(context.Context) storage.Appender {
 		a = &appender{}
 	}
 	a.head = h
+	a.gen = -1
 	a.mint, a.maxt = math.MaxInt64, math.MinInt64
 	return a
 }
@@ -42,9 +43,9 @@ type appender struct {
 	// such a series of a kind applied earlier starts a new part. Floats
 	// come first, so a batch of floats never looks at it.
 	partKinds map[*memSeries]chunkenc.Encoding
-	// held are the series this batch holds (see memSeries.hold), once
-	// for each time it took one; release lets go of them.
-	held []*memSeries
+	// gen is the generation of appenderGens the appender entered with
+	// its first Append, -1 before; see Truncate.
+	gen int
 	// unlogged are series of this batch whose series record may not be in
 	// the WAL yet; Commit logs those it still finds unlogged. A series may
 	// be listed more than once.
@@ -101,9 +102,9 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 			return ref, fmt.Errorf("%w: series %s, timestamp %d: %w", storage.ErrInvalidHistogram, lset, smpl.T, err)
 		}
 	}
-	if smpl.T < h.minValidTime.Load() {
+	if floor := h.appendFloor.Load(); smpl.T < floor {
 		h.stats.samplesRejected.Add(1)
-		return ref, fmt.Errorf("%w: series %s, timestamp %d is before %d", storage.ErrOutOfBounds, lset, smpl.T, h.minValidTime.Load())
+		return ref, fmt.Errorf("%w: series %s, timestamp %d is before %d, which is in blocks already", storage.ErrOutOfBounds, lset, smpl.T, floor)
 	}
 	var (
 		s         *memSeries
@@ -111,24 +112,26 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		err       error
 		prevStart int64
 	)
+	if a.gen < 0 {
+		a.gen = h.appenderGens.enter()
+	}
 	for {
 		if s, err = a.series(ref, lset); err != nil {
 			h.stats.samplesRejected.Add(1)
 			return 0, err
 		}
 		if s == a.last {
-			// Held since its first sample of the batch.
+			// Live since its first sample of the batch.
 			dup, err = a.checkLast(kind, smpl)
 			prevStart = a.lastStart
 			break
 		}
-		if !s.hold() {
-			// Truncated away since it was found: look again.
+		s.mu.Lock()
+		if !s.takeForAppend() {
+			s.mu.Unlock()
 			ref = 0
 			continue
 		}
-		a.held = append(a.held, s)
-		s.mu.Lock()
 		if kind == chunkenc.EncXOR {
 			dup, err = s.appendable(smpl.T, smpl.V)
 		} else {
@@ -267,12 +270,19 @@ func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e e
 	if s == nil {
 		s = h.series.getByHash(lset.Hash(), lset)
 	}
-	if s == nil || (s != a.last && !s.hold()) {
+	if a.gen < 0 {
+		a.gen = h.appenderGens.enter()
+	}
+	if s != nil && s != a.last {
+		s.mu.Lock()
+		if !s.takeForAppend() {
+			s = nil
+		}
+		s.mu.Unlock()
+	}
+	if s == nil {
 		// Exemplars come with samples, which create the series.
 		return 0, fmt.Errorf("%w: exemplar for series %s, which has no samples", storage.ErrInvalidLabels, lset)
-	}
-	if s != a.last {
-		a.held = append(a.held, s)
 	}
 	dup, err := h.exemplars.validate(s.ref, e)
 	if err != nil {
@@ -347,6 +357,12 @@ func (a *appender) Commit() error {
 	}
 	h.commitMu.RLock()
 	defer h.commitMu.RUnlock()
+	if floor := h.appendFloor.Load(); a.mint < floor {
+		// The range of a sample was frozen for a block since Append
+		// took it. Nothing is stored; a retry gets ErrOutOfBounds for
+		// that sample from Append and stores the rest.
+		return fmt.Errorf("a sample at %d is in a range written to a block meanwhile (before %d); retry", a.mint, floor)
+	}
 	if err := h.wal.Log(recs...); err != nil {
 		return fmt.Errorf("log to WAL: %w", err)
 	}
@@ -409,11 +425,10 @@ func (a *appender) release() {
 	clear(a.startSeries)
 	clear(a.pendingStart)
 	a.starts, a.startSeries = a.starts[:0], a.startSeries[:0]
-	for _, s := range a.held {
-		s.unhold()
+	if a.gen >= 0 {
+		a.head.appenderGens.leave(a.gen)
+		a.gen = -1
 	}
-	clear(a.held)
-	a.held = a.held[:0]
 	clear(a.unlogged)
 	clear(a.logSeries)
 	a.unlogged = a.unlogged[:0]

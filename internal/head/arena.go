@@ -39,6 +39,8 @@ type chunkArena struct {
 	blocks []*arenaBlock
 	// mapped is the bytes of blocks taken from the system and not freed.
 	mapped int64
+	// chunks counts the chunks copied and not released, large ones too.
+	chunks int64
 }
 
 type arenaBlock struct {
@@ -50,12 +52,14 @@ type arenaBlock struct {
 // copy returns a copy of b in arena memory, with capacity equal to its
 // length so that appending to it cannot overwrite a neighbour.
 func (a *chunkArena) copy(b []byte) []byte {
+	a.mu.Lock()
+	a.chunks++
 	if len(b) > chunkArenaBlock/8 || len(b) == 0 {
+		a.mu.Unlock()
 		// A rare, unusually large chunk: do not let it waste the rest
-		// of a block. The collector owns it; release ignores it.
+		// of a block. The collector owns it; release only counts it.
 		return append([]byte(nil), b...)
 	}
-	a.mu.Lock()
 	if a.cur == nil || cap(a.cur.mem)-len(a.cur.mem) < len(b) {
 		a.newBlock()
 	}
@@ -99,12 +103,13 @@ func compareUintptr(a, b uintptr) int {
 // takes no new chunks, returning the bytes freed. Nobody may read data
 // any more.
 func (a *chunkArena) release(data []byte) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.chunks--
 	if len(data) == 0 {
 		return 0
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	i, found := slices.BinarySearchFunc(a.blocks, p, func(b *arenaBlock, p uintptr) int {
 		return compareUintptr(b.base, p)
 	})
@@ -141,4 +146,11 @@ func (a *chunkArena) mappedBytes() int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.mapped
+}
+
+// liveChunks returns the number of chunks copied and not released.
+func (a *chunkArena) liveChunks() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.chunks
 }

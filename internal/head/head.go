@@ -101,13 +101,20 @@ type Head struct {
 	appenders chan *appender
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
-	// minValidTime is the oldest timestamp the head takes: what is older
-	// was compacted into blocks. math.MinInt64 until the first truncation.
+	// minValidTime is the oldest timestamp the head holds and queries
+	// read: what is older was truncated after it went to blocks.
+	// appendFloor is the oldest timestamp it takes: FreezeBefore raises
+	// it before a range is written to a block, so that no sample joins
+	// the range meanwhile. appendFloor >= minValidTime; both are
+	// math.MinInt64 until the first compaction.
 	minValidTime atomic.Int64
+	appendFloor  atomic.Int64
 	// mint and maxt bound the timestamps of the head's samples:
 	// math.MaxInt64 and math.MinInt64 while it has none. mint may be
 	// lower than the oldest sample left after a truncation, never higher.
 	mint, maxt atomic.Int64
+	// appenderGens counts the appenders in flight, for Truncate.
+	appenderGens appenderGens
 	// readers tracks who reads chunk bytes, for the arena to know when a
 	// block it empties can be freed.
 	readers readers
@@ -149,6 +156,9 @@ type Stats struct {
 	WALBytesWritten int64
 	ReplayDuration  time.Duration
 	ReplayedRecords uint64
+	Chunks          int64 // closed chunks
+	ChunkBytes      int64 // memory of the arena holding closed chunks
+	MinValidTime    int64 // the oldest time the head holds; older data went to blocks
 }
 
 // Open replays the WAL in opts.WALDir into a new head and opens the WAL for
@@ -178,6 +188,7 @@ func Open(opts Options) (*Head, error) {
 		appenders: make(chan *appender, 2*runtime.GOMAXPROCS(0)),
 	}
 	h.minValidTime.Store(math.MinInt64)
+	h.appendFloor.Store(math.MinInt64)
 	h.mint.Store(math.MaxInt64)
 	h.maxt.Store(math.MinInt64)
 	if err := h.replay(); err != nil {
@@ -238,6 +249,9 @@ func (h *Head) Stats() Stats {
 		ReplayedRecords: h.stats.replayedRecords.Load(),
 		ReplayDuration:  time.Duration(h.stats.replayDurationNs.Load()),
 		WALBytesWritten: h.wal.BytesWritten(),
+		Chunks:          h.arena.liveChunks(),
+		ChunkBytes:      h.arena.mappedBytes(),
+		MinValidTime:    h.minValidTime.Load(),
 	}
 }
 
@@ -307,5 +321,23 @@ func (h *Head) widenTimes(mint, maxt int64) {
 	for cur := h.mint.Load(); mint < cur && !h.mint.CompareAndSwap(cur, mint); cur = h.mint.Load() {
 	}
 	for cur := h.maxt.Load(); maxt > cur && !h.maxt.CompareAndSwap(cur, maxt); cur = h.maxt.Load() {
+	}
+}
+
+// FreezeBefore makes the head refuse samples older than t from now on
+// (storage.ErrOutOfBounds) and returns once no commit that took older
+// ones is still applying them: the head's data before t no longer
+// changes, and can be written to a block.
+func (h *Head) FreezeBefore(t int64) {
+	raise(&h.appendFloor, t)
+	// A commit checks appendFloor under commitMu, shared: taking it
+	// exclusively waits for those that checked it before it was raised.
+	h.commitMu.Lock()
+	h.commitMu.Unlock()
+}
+
+// raise sets v to t if t is larger.
+func raise(v *atomic.Int64, t int64) {
+	for cur := v.Load(); t > cur && !v.CompareAndSwap(cur, t); cur = v.Load() {
 	}
 }

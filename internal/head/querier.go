@@ -128,7 +128,7 @@ type seriesSet struct {
 	mint, maxt int64
 	limit      int
 	returned   int
-	cur        *series
+	cur        *chunkenc.Series
 	err        error
 }
 
@@ -151,7 +151,7 @@ func (ss *seriesSet) Next() bool {
 		if len(chunks) == 0 {
 			continue
 		}
-		ss.cur = &series{lset: s.lset, chunks: chunks, starts: starts, mint: ss.mint, maxt: ss.maxt}
+		ss.cur = &chunkenc.Series{Lset: s.lset, Chunks: chunks, Starts: starts, MinT: ss.mint, MaxT: ss.maxt}
 		ss.returned++
 		return true
 	}
@@ -161,13 +161,3 @@ func (ss *seriesSet) Next() bool {
 func (ss *seriesSet) At() promstorage.Series            { return ss.cur }
 func (ss *seriesSet) Err() error                        { return ss.err }
 func (ss *seriesSet) Warnings() annotations.Annotations { return nil }
-
-// series is a snapshot of one series' chunks in [mint, maxt].
-type series struct {
-	lset       labels.Labels
-	chunks     []chunkenc.Meta
-	starts     []chunkenc.StartTime
-	mint, maxt int64
-}
-
-func (s *series) Labels() labels.Labels { return s.lset }

@@ -14,19 +14,17 @@ import (
 // memSeries is one series in the head.
 //
 // ref and lset are immutable after creation. logged is set once the series
-// record is in the WAL. pending is atomic. Everything else is guarded by
-// mu.
+// record is in the WAL. Everything else is guarded by mu.
 type memSeries struct {
 	ref    storage.SeriesRef
 	lset   labels.Labels
 	logged atomic.Bool
-	// pending counts the appenders that hold the series for a commit, or
-	// is seriesRemoved once truncate took the series out of the head; see
-	// hold. It fits in the padding after logged, keeping memSeries in
-	// the 112-byte size class.
-	pending atomic.Int32
 
 	mu sync.Mutex
+	// state is where the series is in its removal by Truncate; see
+	// seriesState. It fits in the padding after mu, keeping memSeries in
+	// the 112-byte size class.
+	state seriesState
 	// chunks are the closed chunks, oldest first. Their bytes never change
 	// after the chunk is closed, so a querier may keep them without a lock.
 	chunks []chunkenc.Meta
@@ -94,29 +92,20 @@ func rangeStart(t, r int64) int64 {
 	return t - m
 }
 
-// seriesRemoved is memSeries.pending of a series truncate removed.
-const seriesRemoved = math.MinInt32
+// seriesState is where a series is in its removal by Truncate.
+type seriesState uint8
 
-// hold marks the series as held by an appender until unhold, so that
-// truncate does not remove it while a commit may still write to it. It
-// returns false if truncate removed it already: the caller must look its
-// labels up again, which creates a new series.
-func (s *memSeries) hold() bool {
-	for {
-		n := s.pending.Load()
-		if n == seriesRemoved {
-			return false
-		}
-		if s.pending.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-func (s *memSeries) unhold() { s.pending.Add(-1) }
-
-// tryRemove marks the series removed unless an appender holds it.
-func (s *memSeries) tryRemove() bool { return s.pending.CompareAndSwap(0, seriesRemoved) }
+const (
+	// seriesLive: in the head. The zero value.
+	seriesLive seriesState = iota
+	// seriesDoomed: Truncate left the series without samples and will
+	// remove it once the appenders that may have taken it before are
+	// done. An appender that takes it now makes it live again.
+	seriesDoomed
+	// seriesGone: removed from the maps and the index. An appender that
+	// still found it looks its labels up again, creating a new series.
+	seriesGone
+)
 
 func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
 	return &memSeries{ref: ref, lset: lset, maxt: math.MinInt64}

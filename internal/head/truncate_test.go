@@ -276,3 +276,45 @@ func TestTruncateConcurrent(t *testing.T) {
 		t.Errorf("%d series at the end, want %d", len(got), nseries*3/4)
 	}
 }
+
+// TestTruncateKeepsSeriesOfOpenAppender checks that a series left empty by
+// a truncation is not removed while an appender that took it before is
+// still to commit to it.
+func TestTruncateKeepsSeriesOfOpenAppender(t *testing.T) {
+	dir := t.TempDir()
+	h := openRangeHead(t, dir)
+	lset := labels.FromStrings("__name__", "m")
+	app := h.Appender(context.Background())
+	mustAppend(t, app, lset, 100, 1)
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	app = h.Appender(context.Background())
+	mustAppend(t, app, lset, 5000, 2)
+	truncated := make(chan TruncateStats)
+	go func() { truncated <- h.Truncate(2000) }()
+	// Wait until the truncation found the series empty.
+	s := h.series.getByHash(lset.Hash(), lset)
+	for doomed := false; !doomed; {
+		runtime.Gosched()
+		s.mu.Lock()
+		doomed = s.state == seriesDoomed
+		s.mu.Unlock()
+	}
+	mustAppend(t, app, lset, 5100, 3)
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st := <-truncated; st.SeriesRemoved != 0 {
+		t.Errorf("truncate removed %d series, want none", st.SeriesRemoved)
+	}
+	want := map[string][]sample{lset.String(): {{5000, 2}, {5100, 3}}}
+	assertEqual(t, readAll(t, h, 0, 10000, all), want)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h = openRangeHead(t, dir)
+	defer h.Close()
+	assertEqual(t, readAll(t, h, 0, 10000, all), want)
+}

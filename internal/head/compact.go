@@ -1,0 +1,36 @@
+package head
+
+import (
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+)
+
+// ForEachSeries calls fn for every series with samples in [mint, maxt], in
+// label order, with its chunks that overlap the range: what a block of
+// that range is written from. The chunks are valid until fn returns. The
+// open chunk is passed as a copy; it stays in the head. It stops at the
+// first error fn returns and returns it.
+func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunks []chunkenc.Meta) error) error {
+	reader, mint := h.acquireReader(mint)
+	defer h.releaseReader(reader)
+	var all []*memSeries
+	for i := range h.series.byRef {
+		all = h.series.collect(i, all)
+	}
+	slices.SortFunc(all, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
+	var chunks []chunkenc.Meta
+	for i, s := range all {
+		chunks, _ = s.snapshot(chunks[:0], mint, maxt)
+		all[i] = nil
+		if len(chunks) == 0 {
+			continue
+		}
+		if err := fn(s.lset, chunks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
