@@ -137,6 +137,16 @@ func v1Cases() []responseCase {
 			g.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: 2000}}
 			return v1(g)(t)
 		}},
+		{name: "exemplar in a series of its own", wantGood: 2, body: func(t *testing.T) []byte {
+			ex := ts([]string{"__name__", "good", "job", "a"})
+			ex.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: 2000}}
+			return v1(goodV1, ex)(t)
+		}},
+		{name: "exemplar of no series", wantGood: 2, body: func(t *testing.T) []byte {
+			ex := ts([]string{"__name__", "never_sampled"})
+			ex.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: 2000}}
+			return v1(goodV1, ex)(t)
+		}},
 		{name: "exemplar labels too long", wantGood: 2, body: func(t *testing.T) []byte {
 			g := goodV1
 			g.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: strings.Repeat("x", 200)}}, Value: 0.5, Timestamp: 2000}}
