@@ -113,7 +113,7 @@ func TestRealSender(t *testing.T) {
 // series the store has, and alone for one it does not have, which has
 // nothing to attach the exemplar to.
 func TestRealSenderExemplarOnlySeries(t *testing.T) {
-	for _, version := range []remoteapi.WriteMessageType{remoteapi.WriteV1MessageType} {
+	for _, version := range []remoteapi.WriteMessageType{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType} {
 		t.Run(string(version), func(t *testing.T) {
 			hd := newTestHead(t)
 			srv := httptest.NewServer(NewHandler(hd, DefaultOptions()))
@@ -122,19 +122,25 @@ func TestRealSenderExemplarOnlySeries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			send := func(what string, series ...exemplarTestSeries) {
+			// send writes series and checks what a 2.0 response says was
+			// written; a 1.0 response says nothing.
+			send := func(what string, wantSamples, wantExemplars int, series ...exemplarTestSeries) {
 				t.Helper()
-				if _, err := client.Write(context.Background(), version, exemplarTestRequest(version, series)); err != nil {
+				stats, err := client.Write(context.Background(), version, exemplarTestRequest(version, series))
+				if err != nil {
 					t.Fatalf("%s: %v", what, err)
+				}
+				if version == remoteapi.WriteV2MessageType && (stats.Samples != wantSamples || stats.Histograms != 0 || stats.Exemplars != wantExemplars) {
+					t.Fatalf("%s: client read %+v written, want %d samples and %d exemplars", what, stats, wantSamples, wantExemplars)
 				}
 			}
 			reqs := []string{"__name__", "reqs_total", "job", "api"}
-			send("exemplar next to its samples",
+			send("exemplar next to its samples", 1, 1,
 				exemplarTestSeries{labels: reqs, sample: &prompb.Sample{Timestamp: 1000, Value: 1}},
 				exemplarTestSeries{labels: reqs, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "a1"}}, Value: 1, Timestamp: 1000}})
-			send("exemplar alone, series exists",
+			send("exemplar alone, series exists", 0, 1,
 				exemplarTestSeries{labels: reqs, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "b2"}}, Value: 1, Timestamp: 2000}})
-			send("exemplar alone, no such series",
+			send("exemplar alone, no such series", 0, 0,
 				exemplarTestSeries{labels: []string{"__name__", "never_sampled", "job", "api"}, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "c3"}}, Value: 1, Timestamp: 3000}})
 
 			if got := storedExemplars(t, hd); !slices.Equal(got, []string{`{__name__="reqs_total", job="api"} a1@1000 b2@2000`}) {
@@ -157,17 +163,37 @@ type exemplarTestSeries struct {
 
 // exemplarTestRequest builds a request of the given version.
 func exemplarTestRequest(version remoteapi.WriteMessageType, series []exemplarTestSeries) any {
-	req := &prompb.WriteRequest{}
-	for _, s := range series {
-		pts := ts(s.labels)
-		if s.sample != nil {
-			pts.Samples = []prompb.Sample{*s.sample}
+	if version == remoteapi.WriteV1MessageType {
+		req := &prompb.WriteRequest{}
+		for _, s := range series {
+			pts := ts(s.labels)
+			if s.sample != nil {
+				pts.Samples = []prompb.Sample{*s.sample}
+			}
+			if s.exemplar != nil {
+				pts.Exemplars = []prompb.Exemplar{*s.exemplar}
+			}
+			req.Timeseries = append(req.Timeseries, pts)
 		}
-		if s.exemplar != nil {
-			pts.Exemplars = []prompb.Exemplar{*s.exemplar}
-		}
-		req.Timeseries = append(req.Timeseries, pts)
+		return req
 	}
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{}
+	for _, s := range series {
+		wts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(labels.FromStrings(s.labels...), nil)}
+		if s.sample != nil {
+			wts.Samples = []writev2.Sample{{Timestamp: s.sample.Timestamp, Value: s.sample.Value}}
+		}
+		if e := s.exemplar; e != nil {
+			var refs []uint32
+			for _, l := range e.Labels {
+				refs = append(refs, st.Symbolize(l.Name), st.Symbolize(l.Value))
+			}
+			wts.Exemplars = []writev2.Exemplar{{LabelsRefs: refs, Value: e.Value, Timestamp: e.Timestamp}}
+		}
+		req.Timeseries = append(req.Timeseries, wts)
+	}
+	req.Symbols = st.Symbols()
 	return req
 }
 

@@ -276,10 +276,15 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 		case len(ts.Samples) > 0 && len(ts.Histograms) > 0:
 			b.rj.add(n, fmt.Errorf("series %s has both samples and histograms", lset))
 			continue
-		case n == 0:
-			b.rj.add(0, fmt.Errorf("series %s has neither samples nor histograms", lset))
+		case n == 0 && len(ts.Exemplars) == 0:
+			b.rj.add(0, fmt.Errorf("series %s has no samples, histograms or exemplars", lset))
 			continue
 		}
+		// A series with exemplars only is against the specification,
+		// which asks for samples or histograms in every series, but
+		// Prometheus 3 sends every exemplar that way, in 2.0 as in 1.0 (a
+		// sender bug, prometheus/prometheus#17857). It is taken as in 1.0:
+		// see batch.exemplar.
 		if m := ts.Metadata; m.Type != rwpb.MetricTypeUnknown || m.HelpRef != 0 || m.UnitRef != 0 {
 			md := storage.Metadata{Type: metricType(m.Type), Help: symbolAt(req.Symbols, m.HelpRef), Unit: symbolAt(req.Symbols, m.UnitRef)}
 			if err := b.app.SetMetadata(lset.Get(labels.MetricName), md); err != nil {
