@@ -30,10 +30,16 @@ func FuzzWrite(f *testing.F) {
 	seed4, _ := (&writev2.Request{Symbols: []string{"", "__name__", "h"}, Timeseries: []writev2.TimeSeries{
 		{LabelsRefs: []uint32{1, 2}, Histograms: []writev2.Histogram{writev2.FromIntHistogram(1, 2, testHistogram()), writev2.FromFloatHistogram(0, 3, testHistogram().ToFloat(nil))}},
 	}}).Marshal()
+	// Exemplars in series of their own, as Prometheus sends them.
+	seed5, _ := (&writev2.Request{Symbols: []string{"", "__name__", "m", "trace_id", "abc"}, Timeseries: []writev2.TimeSeries{
+		{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Timestamp: 1, Value: 1}}},
+		{LabelsRefs: []uint32{1, 2}, Exemplars: []writev2.Exemplar{{LabelsRefs: []uint32{3, 4}, Value: 1, Timestamp: 1}}},
+	}}).Marshal()
 	f.Add(seed, false, false)
 	f.Add(seed2, false, true)
 	f.Add(seed3, false, false)
 	f.Add(seed4, false, true)
+	f.Add(seed5, false, true)
 	f.Add([]byte{}, false, false)
 	f.Add([]byte("\x0a\x00"), true, true)
 	hd := newTestHead(f)

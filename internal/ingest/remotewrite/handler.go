@@ -149,17 +149,29 @@ type result struct {
 }
 
 // written counts what was stored, for the X-Prometheus-Remote-Write-*
-// headers.
+// headers of a 2.0 response.
 type written struct {
 	samples, histograms, exemplars int
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	res := h.serve(w, r)
+	version, msg, ok := messageVersion(r.Header.Get("Content-Type"))
+	var res result
+	if ok {
+		res = h.serve(w, r, version)
+	} else {
+		res = result{status: http.StatusUnsupportedMediaType, msg: msg}
+	}
 	hdr := w.Header()
-	hdr.Set(headerSamplesWritten, strconv.Itoa(res.written.samples))
-	hdr.Set(headerHistogramsWritten, strconv.Itoa(res.written.histograms))
-	hdr.Set(headerExemplarsWritten, strconv.Itoa(res.written.exemplars))
+	// The written-headers are part of 2.0, and a sender tells a 2.0
+	// receiver by them: a 2.0 response carries them whatever its status,
+	// a 1.0 response never does, as with Prometheus' 1.0 receiver, nor
+	// one to a message strata does not know.
+	if version == 2 {
+		hdr.Set(headerSamplesWritten, strconv.Itoa(res.written.samples))
+		hdr.Set(headerHistogramsWritten, strconv.Itoa(res.written.histograms))
+		hdr.Set(headerExemplarsWritten, strconv.Itoa(res.written.exemplars))
+	}
 	if res.retryAfter != "" {
 		hdr.Set("Retry-After", res.retryAfter)
 	}
@@ -170,11 +182,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, res.msg, res.status)
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) result {
-	version, msg, ok := messageVersion(r.Header.Get("Content-Type"))
-	if !ok {
-		return result{status: http.StatusUnsupportedMediaType, msg: msg}
-	}
+// serve handles a request with a message of the given version.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, version int) result {
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "snappy") {
 		return result{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("unsupported Content-Encoding %q: remote-write bodies are snappy-encoded", enc)}
 	}

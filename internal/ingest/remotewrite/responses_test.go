@@ -46,7 +46,7 @@ type v2Series struct {
 	histograms []writev2.Histogram
 	help       string
 	rawRefs    []uint32   // if set, used instead of labels
-	exemplars  [][]string // label pairs of exemplars at the first sample's timestamp
+	exemplars  [][]string // label pairs of exemplars at the first sample's timestamp, or at 2000
 }
 
 var goodV2 = v2Series{labels: []string{"__name__", "good", "job", "a"}, samples: []writev2.Sample{{Timestamp: 1000, Value: 1}, {Timestamp: 2000, Value: 2}}}
@@ -64,7 +64,10 @@ func v2(series ...v2Series) func(*testing.T) []byte {
 			}
 			ts.Metadata.HelpRef = st.Symbolize(s.help)
 			for _, ex := range s.exemplars {
-				e := writev2.Exemplar{Value: 0.5, Timestamp: s.samples[0].Timestamp}
+				e := writev2.Exemplar{Value: 0.5, Timestamp: 2000}
+				if len(s.samples) > 0 {
+					e.Timestamp = s.samples[0].Timestamp
+				}
 				for _, l := range ex {
 					e.LabelsRefs = append(e.LabelsRefs, st.Symbolize(l))
 				}
@@ -137,6 +140,16 @@ func v1Cases() []responseCase {
 			g.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: 2000}}
 			return v1(g)(t)
 		}},
+		{name: "exemplar in a series of its own", wantGood: 2, body: func(t *testing.T) []byte {
+			ex := ts([]string{"__name__", "good", "job", "a"})
+			ex.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: 2000}}
+			return v1(goodV1, ex)(t)
+		}},
+		{name: "exemplar of no series", wantGood: 2, body: func(t *testing.T) []byte {
+			ex := ts([]string{"__name__", "never_sampled"})
+			ex.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: 2000}}
+			return v1(goodV1, ex)(t)
+		}},
 		{name: "exemplar labels too long", wantGood: 2, body: func(t *testing.T) []byte {
 			g := goodV1
 			g.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: strings.Repeat("x", 200)}}, Value: 0.5, Timestamp: 2000}}
@@ -177,6 +190,8 @@ func v2Cases() []responseCase {
 		{name: "samples and histograms", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "x"},
 			samples: []writev2.Sample{{Timestamp: 1, Value: 1}}, histograms: []writev2.Histogram{{Timestamp: 1, ZeroThreshold: 1e-128}}})},
 		{name: "no samples", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "x"}})},
+		{name: "exemplar in a series of its own", wantGood: 2, body: v2(goodV2, v2Series{labels: goodV2.labels, exemplars: [][]string{{"trace_id", "abc"}}})},
+		{name: "exemplar of no series", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "never_sampled"}, exemplars: [][]string{{"trace_id", "abc"}}})},
 		{name: "native histogram", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "h"}, histograms: []writev2.Histogram{
 			writev2.FromIntHistogram(0, 1000, testHistogram()), writev2.FromIntHistogram(0, 2000, testHistogram())}})},
 		{name: "float native histogram", wantGood: 2, body: v2(goodV2, v2Series{labels: []string{"__name__", "h"}, histograms: []writev2.Histogram{

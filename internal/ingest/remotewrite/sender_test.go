@@ -2,7 +2,9 @@ package remotewrite
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"math"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -102,4 +105,118 @@ func TestRealSender(t *testing.T) {
 		got[`{__name__="latency", job="v1"}`] != 2 || got[`{__name__="latency", job="v2"}`] != 2 {
 		t.Fatalf("stored %v", got)
 	}
+}
+
+// TestRealSenderExemplarOnlySeries sends exemplars the way Prometheus
+// does, each in a series of its own that has labels and exemplars but no
+// samples or histograms: next to a series with the samples, alone for a
+// series the store has, and alone for one it does not have, which has
+// nothing to attach the exemplar to.
+func TestRealSenderExemplarOnlySeries(t *testing.T) {
+	for _, version := range []remoteapi.WriteMessageType{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType} {
+		t.Run(string(version), func(t *testing.T) {
+			hd := newTestHead(t)
+			srv := httptest.NewServer(NewHandler(hd, DefaultOptions()))
+			defer srv.Close()
+			client, err := remoteapi.NewAPI(srv.URL, remoteapi.WithAPIPath("/api/v1/write"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// send writes series and checks what a 2.0 response says was
+			// written; a 1.0 response says nothing.
+			send := func(what string, wantSamples, wantExemplars int, series ...exemplarTestSeries) {
+				t.Helper()
+				stats, err := client.Write(context.Background(), version, exemplarTestRequest(version, series))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if version == remoteapi.WriteV2MessageType && (stats.Samples != wantSamples || stats.Histograms != 0 || stats.Exemplars != wantExemplars) {
+					t.Fatalf("%s: client read %+v written, want %d samples and %d exemplars", what, stats, wantSamples, wantExemplars)
+				}
+			}
+			reqs := []string{"__name__", "reqs_total", "job", "api"}
+			send("exemplar next to its samples", 1, 1,
+				exemplarTestSeries{labels: reqs, sample: &prompb.Sample{Timestamp: 1000, Value: 1}},
+				exemplarTestSeries{labels: reqs, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "a1"}}, Value: 1, Timestamp: 1000}})
+			send("exemplar alone, series exists", 0, 1,
+				exemplarTestSeries{labels: reqs, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "b2"}}, Value: 1, Timestamp: 2000}})
+			send("exemplar alone, no such series", 0, 0,
+				exemplarTestSeries{labels: []string{"__name__", "never_sampled", "job", "api"}, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "c3"}}, Value: 1, Timestamp: 3000}})
+
+			if got := storedExemplars(t, hd); !slices.Equal(got, []string{`{__name__="reqs_total", job="api"} a1@1000 b2@2000`}) {
+				t.Fatalf("stored exemplars %q, want a1 and b2 on reqs_total", got)
+			}
+			if got := stored(t, hd); len(got) != 1 || got[`{__name__="reqs_total", job="api"}`] != 1 {
+				t.Fatalf("stored %v, want only reqs_total's sample", got)
+			}
+		})
+	}
+}
+
+// exemplarTestSeries is a series of a request with one sample or one
+// exemplar.
+type exemplarTestSeries struct {
+	labels   []string
+	sample   *prompb.Sample
+	exemplar *prompb.Exemplar
+}
+
+// exemplarTestRequest builds a request of the given version.
+func exemplarTestRequest(version remoteapi.WriteMessageType, series []exemplarTestSeries) any {
+	if version == remoteapi.WriteV1MessageType {
+		req := &prompb.WriteRequest{}
+		for _, s := range series {
+			pts := ts(s.labels)
+			if s.sample != nil {
+				pts.Samples = []prompb.Sample{*s.sample}
+			}
+			if s.exemplar != nil {
+				pts.Exemplars = []prompb.Exemplar{*s.exemplar}
+			}
+			req.Timeseries = append(req.Timeseries, pts)
+		}
+		return req
+	}
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{}
+	for _, s := range series {
+		wts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(labels.FromStrings(s.labels...), nil)}
+		if s.sample != nil {
+			wts.Samples = []writev2.Sample{{Timestamp: s.sample.Timestamp, Value: s.sample.Value}}
+		}
+		if e := s.exemplar; e != nil {
+			var refs []uint32
+			for _, l := range e.Labels {
+				refs = append(refs, st.Symbolize(l.Name), st.Symbolize(l.Value))
+			}
+			wts.Exemplars = []writev2.Exemplar{{LabelsRefs: refs, Value: e.Value, Timestamp: e.Timestamp}}
+		}
+		req.Timeseries = append(req.Timeseries, wts)
+	}
+	req.Symbols = st.Symbols()
+	return req
+}
+
+// storedExemplars renders the head's exemplars as "series trace@ts ...",
+// one string per series, sorted.
+func storedExemplars(t *testing.T, hd *head.Head) []string {
+	t.Helper()
+	eq, err := hd.ExemplarQuerier(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eq.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range res {
+		s := r.SeriesLabels.String()
+		for _, e := range r.Exemplars {
+			s += fmt.Sprintf(" %s@%d", e.Labels.Get("trace_id"), e.Ts)
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -3,6 +3,7 @@ package remotewrite
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -72,16 +73,21 @@ func isBadData(err error) bool {
 type batch struct {
 	app     storage.Appender
 	rj      *rejections
+	logger  *slog.Logger
 	written written
 	total   int
-	// ref is the series the last samples went to, for its exemplars.
+	// ref is the store's reference of the series being appended, 0 until
+	// the store has given one; startSeries sets it to 0 for each series.
 	ref storage.SeriesRef
 }
+
+// startSeries starts a new series: what follows goes to it.
+func (b *batch) startSeries() { b.ref = 0 }
 
 // samples appends one series' float samples. It returns an error only for
 // a server fault, after which the request must be abandoned.
 func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
-	var ref storage.SeriesRef
+	ref := b.ref
 	defer func() { b.ref = ref }()
 	for i, s := range ss {
 		var err error
@@ -107,7 +113,7 @@ func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
 // returns an error only for a server fault, after which the request must
 // be abandoned.
 func (b *batch) histograms(lset labels.Labels, hs []rwpb.Histogram, hb *histogramBuilder) error {
-	var ref storage.SeriesRef
+	ref := b.ref
 	defer func() { b.ref = ref }()
 	for i := range hs {
 		var err error
@@ -128,14 +134,25 @@ func (b *batch) histograms(lset labels.Labels, hs []rwpb.Histogram, hb *histogra
 	return nil
 }
 
-// exemplar appends one exemplar to the series of the last samples or
-// histograms call. It
+// exemplar appends one exemplar to the series being appended, lset. It
 // returns an error only for a server fault.
+//
+// The series need not have samples in this request: Prometheus sends an
+// exemplar in a series of its own, with labels and nothing else, in both
+// versions. Such an exemplar is stored if the store has the series, from
+// this request or an earlier one. If not, there is nothing to attach it to
+// and it is dropped, neither counted as written nor rejected, as
+// Prometheus' own receiver does; the store answers that case, and only
+// that one, with ErrInvalidLabels and no reference (an exemplar it refuses
+// for its own labels comes back with the series' reference).
 func (b *batch) exemplar(lset labels.Labels, e exemplar.Exemplar) error {
-	_, err := b.app.AppendExemplar(b.ref, lset, e)
+	ref, err := b.app.AppendExemplar(b.ref, lset, e)
 	switch {
 	case err == nil:
+		b.ref = ref
 		b.written.exemplars++
+	case ref == 0 && errors.Is(err, storage.ErrInvalidLabels):
+		b.logger.Debug("exemplar of an unknown series dropped", "err", err)
 	case isBadData(err):
 		b.rj.add(0, err)
 	default:
@@ -182,7 +199,7 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 	if !h.limiter.allow(total) {
 		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
 	}
-	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, total: total}
+	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total}
 	for _, md := range req.Metadata {
 		if md.MetricFamilyName == "" {
 			continue
@@ -193,7 +210,7 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 	}
 	for i := range req.Series {
 		ts := &req.Series[i]
-		if len(ts.Samples) == 0 && len(ts.Histograms) == 0 {
+		if len(ts.Samples) == 0 && len(ts.Histograms) == 0 && len(ts.Exemplars) == 0 {
 			continue
 		}
 		lset, err := sc.labels.v1(ts.Labels, &h.opts.Limits)
@@ -201,7 +218,9 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 			b.rj.add(len(ts.Samples)+len(ts.Histograms), err)
 			continue
 		}
-		// As Prometheus' receiver: a 1.0 series may carry both.
+		b.startSeries()
+		// As Prometheus' receiver: a 1.0 series may carry samples,
+		// histograms and exemplars, any of them alone.
 		if err := b.samples(lset, ts.Samples); err != nil {
 			return b.finish(err)
 		}
@@ -241,7 +260,7 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 	if !h.limiter.allow(total) {
 		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
 	}
-	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, total: total}
+	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total}
 	for i := range req.Series {
 		ts := &req.Series[i]
 		n := len(ts.Samples) + len(ts.Histograms)
@@ -258,16 +277,22 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 		case len(ts.Samples) > 0 && len(ts.Histograms) > 0:
 			b.rj.add(n, fmt.Errorf("series %s has both samples and histograms", lset))
 			continue
-		case n == 0:
-			b.rj.add(0, fmt.Errorf("series %s has neither samples nor histograms", lset))
+		case n == 0 && len(ts.Exemplars) == 0:
+			b.rj.add(0, fmt.Errorf("series %s has no samples, histograms or exemplars", lset))
 			continue
 		}
+		// A series with exemplars only is against the specification,
+		// which asks for samples or histograms in every series, but
+		// Prometheus 3 sends every exemplar that way, in 2.0 as in 1.0 (a
+		// sender bug, prometheus/prometheus#17857). It is taken as in 1.0:
+		// see batch.exemplar.
 		if m := ts.Metadata; m.Type != rwpb.MetricTypeUnknown || m.HelpRef != 0 || m.UnitRef != 0 {
 			md := storage.Metadata{Type: metricType(m.Type), Help: symbolAt(req.Symbols, m.HelpRef), Unit: symbolAt(req.Symbols, m.UnitRef)}
 			if err := b.app.SetMetadata(lset.Get(labels.MetricName), md); err != nil {
 				return b.finish(err)
 			}
 		}
+		b.startSeries()
 		if err := b.samples(lset, ts.Samples); err != nil {
 			return b.finish(err)
 		}
