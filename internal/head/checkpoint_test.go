@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/index"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -268,12 +269,15 @@ func TestReplaySortsPostings(t *testing.T) {
 	h = openTestHead(t, dir)
 	defer h.Close()
 
-	h.index.mu.RLock()
-	lists := [][]storage.SeriesRef{h.index.all}
-	for _, vals := range h.index.values {
-		lists = slices.AppendSeq(lists, maps.Values(vals))
+	all, _ := h.index.AllPostings()
+	lists := [][]storage.SeriesRef{mustExpand(t, all)}
+	for _, name := range h.index.LabelNames() {
+		vals, _ := h.index.LabelValues(name)
+		for _, v := range vals {
+			p, _ := h.index.Postings(name, v)
+			lists = append(lists, mustExpand(t, p))
+		}
 	}
-	h.index.mu.RUnlock()
 	for _, l := range lists {
 		if !slices.IsSorted(l) {
 			t.Fatalf("postings list not sorted after replay: %v", l)
@@ -326,4 +330,13 @@ func TestReplayCompactsChunkLists(t *testing.T) {
 			}
 		}
 	}
+}
+
+func mustExpand(t *testing.T, p index.Postings) []storage.SeriesRef {
+	t.Helper()
+	refs, err := index.Expand(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refs
 }

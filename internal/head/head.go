@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/index"
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -88,7 +89,7 @@ type Head struct {
 	wal    *wal.WAL
 
 	series    *stripeSeries
-	index     *index
+	index     *index.MemPostings
 	arena     chunkArena
 	metadata  metadataStore
 	exemplars *exemplarStore
@@ -178,10 +179,12 @@ func Open(opts Options) (*Head, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Head{
-		opts:      opts,
-		logger:    logger,
-		series:    newStripeSeries(opts.Stripes),
-		index:     newIndex(),
+		opts:   opts,
+		logger: logger,
+		series: newStripeSeries(opts.Stripes),
+		// Replay adds series in checkpoint order; replay sorts the lists
+		// once at the end (EnsureOrder).
+		index:     index.NewUnorderedMemPostings(),
 		exemplars: newExemplarStore(opts.MaxExemplars),
 		// Appenders in use at once are about the requests being served,
 		// which the remote-write handler bounds the same way.
@@ -266,7 +269,7 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 		return newMemSeries(ref, lset.Copy())
 	})
 	if created {
-		h.index.add(s.ref, s.lset)
+		h.index.Add(s.ref, s.lset)
 		h.stats.series.Add(1)
 	}
 	return s, created

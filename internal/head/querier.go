@@ -8,6 +8,7 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
 	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/index"
 )
 
 // Querier returns a querier over the samples in [mint, maxt]. It implements
@@ -37,7 +38,10 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 		mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
 		limit = hints.Limit
 	}
-	series := q.matching(ms)
+	series, err := q.matching(ctx, ms)
+	if err != nil {
+		return promstorage.ErrSeriesSet(err)
+	}
 	if sortSeries {
 		slices.SortFunc(series, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	}
@@ -45,15 +49,30 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 }
 
 // matching returns the series that match ms, in ref order.
-func (q *querier) matching(ms []*labels.Matcher) []*memSeries {
-	refs := q.head.index.postings(ms)
-	series := make([]*memSeries, 0, len(refs))
-	for _, ref := range refs {
-		if s := q.head.series.getByRef(ref); s != nil {
+func (q *querier) matching(ctx context.Context, ms []*labels.Matcher) ([]*memSeries, error) {
+	p, err := index.PostingsForMatchers(ctx, q.head.index, ms...)
+	if err != nil {
+		return nil, err
+	}
+	var series []*memSeries
+	for p.Next() {
+		s := q.head.series.getByRef(p.At())
+		// A series added while the postings were read may not match
+		// (see PostingsForMatchers): check.
+		if s != nil && matches(s.lset, ms) {
 			series = append(series, s)
 		}
 	}
-	return series
+	return series, p.Err()
+}
+
+func matches(lset labels.Labels, ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if !m.Matches(lset.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
 }
 
 // LabelValues returns the sorted values of label name, of the series that
@@ -61,10 +80,14 @@ func (q *querier) matching(ms []*labels.Matcher) []*memSeries {
 func (q *querier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var vals []string
 	if len(ms) == 0 {
-		vals = q.head.index.labelValues(name)
+		vals, _ = q.head.index.LabelValues(name)
 	} else {
 		seen := map[string]struct{}{}
-		for _, s := range q.matching(ms) {
+		series, err := q.matching(ctx, ms)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, s := range series {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
@@ -82,10 +105,14 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var names []string
 	if len(ms) == 0 {
-		names = q.head.index.labelNames()
+		names = q.head.index.LabelNames()
 	} else {
 		seen := map[string]struct{}{}
-		for _, s := range q.matching(ms) {
+		series, err := q.matching(ctx, ms)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, s := range series {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}

@@ -418,7 +418,6 @@ func (w *replayWorker) lookup(ref storage.SeriesRef) *memSeries {
 // written since.
 func (h *Head) replay() error {
 	start := time.Now()
-	h.index.unsorted = true
 	l := newLoader(h, h.opts.ReplayWorkers)
 	var stats [2]wal.ReplayStats
 	err := func() error {
@@ -438,7 +437,7 @@ func (h *Head) replay() error {
 	if err != nil {
 		return err
 	}
-	h.index.sortPostings()
+	h.index.EnsureOrder()
 	h.compactChunkLists()
 	elapsed := time.Since(start)
 	h.stats.replayedSamples.Add(appended)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -91,11 +92,12 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 		return nil
 	}
 	refs := make([]storage.SeriesRef, len(removed))
+	lsets := make([]labels.Labels, len(removed))
 	for i, s := range removed {
 		h.series.remove(s)
-		refs[i] = s.ref
+		refs[i], lsets[i] = s.ref, s.lset
 	}
-	h.index.delete(refs, removed)
+	h.index.Delete(refs, lsets)
 	h.stats.series.Add(-int64(len(removed)))
 	return removed
 }

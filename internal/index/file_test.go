@@ -1,0 +1,248 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// bytesSrc is a Source in memory; with mapped set it also has Bytes, as a
+// mapped file does, so both read paths are tested.
+type bytesSrc struct {
+	b      []byte
+	mapped bool
+}
+
+func (s bytesSrc) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(s.b)) {
+		return 0, errors.New("out of range")
+	}
+	n := copy(p, s.b[off:])
+	if n < len(p) {
+		return n, errors.New("short read")
+	}
+	return n, nil
+}
+func (s bytesSrc) Size() int64 { return int64(len(s.b)) }
+
+type mappedSrc struct{ bytesSrc }
+
+func (s mappedSrc) Bytes() []byte { return s.b }
+
+func sources(b []byte) map[string]Source {
+	return map[string]Source{"readat": bytesSrc{b: b}, "mapped": mappedSrc{bytesSrc{b: b}}}
+}
+
+// chunksOf returns made-up chunk metas for series i.
+func chunksOf(i int) []ChunkMeta {
+	var out []ChunkMeta
+	t := int64(i*37) - 1000
+	for c := range i % 4 {
+		out = append(out, ChunkMeta{Ref: ChunkRef(uint64(1+c)<<32 | uint64(8+i*100+c)), MinT: t, MaxT: t + int64(c*1000)})
+		t += int64(c*1000) + 1 + int64(i%7)
+	}
+	return out
+}
+
+func writeIndex(t testing.TB, series []labels.Labels) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for i, lset := range series {
+		if err := w.AddSeries(lset, chunksOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestRoundTrip writes an index of thousands of series and reads back
+// every series, label name, label value and postings list, through both
+// read paths.
+func TestRoundTrip(t *testing.T) {
+	series := testSeries(3000)
+	b := writeIndex(t, series)
+	for name, src := range sources(b) {
+		t.Run(name, func(t *testing.T) {
+			r, err := NewReader(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.NumSeries() != uint64(len(series)) {
+				t.Fatalf("%d series, want %d", r.NumSeries(), len(series))
+			}
+			var (
+				sb     labels.ScratchBuilder
+				lset   labels.Labels
+				chunks []ChunkMeta
+			)
+			for i, want := range series {
+				if err := r.Series(storage.SeriesRef(i), &sb, &lset, &chunks); err != nil {
+					t.Fatal(err)
+				}
+				if !labels.Equal(lset, want) || !slices.Equal(chunks, chunksOf(i)) {
+					t.Fatalf("series %d: %s %v, want %s %v", i, lset, chunks, want, chunksOf(i))
+				}
+			}
+			mem := NewMemPostings()
+			for i, lset := range series {
+				mem.Add(storage.SeriesRef(i), lset)
+			}
+			names, _ := r.LabelNames()
+			if !slices.Equal(names, mem.LabelNames()) {
+				t.Errorf("label names %v, want %v", names, mem.LabelNames())
+			}
+			for _, n := range names {
+				got, _ := r.LabelValues(n)
+				want, _ := mem.LabelValues(n)
+				if !slices.Equal(got, want) {
+					t.Errorf("values of %s: %v, want %v", n, got, want)
+				}
+			}
+			checkMatchers(t, r, series)
+		})
+	}
+}
+
+func TestWriterRejects(t *testing.T) {
+	w := NewWriter(&bytes.Buffer{})
+	if err := w.AddSeries(labels.FromStrings("a", "2"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddSeries(labels.FromStrings("a", "1"), nil); err == nil {
+		t.Error("series out of order accepted")
+	}
+	if err := w.AddSeries(labels.FromStrings("a", "3"), []ChunkMeta{{Ref: 1, MinT: 0, MaxT: 10}, {Ref: 2, MinT: 10, MaxT: 20}}); err == nil {
+		t.Error("overlapping chunks accepted")
+	}
+}
+
+// TestGolden checks the bytes of a small index against testdata, so that
+// a format change is a visible decision: go test -run TestGolden -update.
+func TestGolden(t *testing.T) {
+	series := []labels.Labels{
+		labels.FromStrings("__name__", "up", "job", "api"),
+		labels.FromStrings("__name__", "up", "job", "db"),
+		labels.FromStrings("__name__", "up", "job", "db", "zone", "eu"),
+	}
+	got := hex.Dump(writeIndex(t, series))
+	path := filepath.Join("testdata", "small.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("index bytes differ from %s (rerun with -update if the format changed on purpose):\n%s", path, got)
+	}
+}
+
+// TestCorruption flips bytes of an index: opening it or reading any part
+// fails with ErrCorrupt, never with a panic or a wrong answer.
+func TestCorruption(t *testing.T) {
+	series := testSeries(50)
+	good := writeIndex(t, series)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 300 {
+		b := slices.Clone(good)
+		i := rng.IntN(len(b))
+		b[i] ^= byte(1 + rng.IntN(255))
+		r, err := NewReader(bytesSrc{b: b})
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("flip at %d: open: %v, want ErrCorrupt", i, err)
+			}
+			continue
+		}
+		// The flip is in a part read later: reading everything must
+		// either fail with ErrCorrupt or give the right answer.
+		var (
+			sb     labels.ScratchBuilder
+			lset   labels.Labels
+			chunks []ChunkMeta
+		)
+		for ref := range series {
+			err := r.Series(storage.SeriesRef(ref), &sb, &lset, &chunks)
+			if err == nil && (!labels.Equal(lset, series[ref]) || !slices.Equal(chunks, chunksOf(ref))) {
+				t.Fatalf("flip at %d: series %d read wrong without an error", i, ref)
+			}
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("flip at %d: %v", i, err)
+			}
+		}
+		for _, ms := range testMatchers {
+			p, err := PostingsForMatchers(context.Background(), r, ms...)
+			if err == nil {
+				var got []storage.SeriesRef
+				if got, err = Expand(p); err == nil && !slices.Equal(got, bruteForce(series, ms)) {
+					t.Fatalf("flip at %d: %v answered %v without an error", i, ms, got)
+				}
+			}
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("flip at %d: %v", i, err)
+			}
+		}
+	}
+}
+
+// FuzzReader opens arbitrary bytes as an index and reads all of it: no
+// input may panic.
+func FuzzReader(f *testing.F) {
+	f.Add(writeIndex(f, testSeries(5)))
+	f.Add(writeIndex(f, nil))
+	f.Add([]byte("STIX"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, src := range sources(b) {
+			r, err := NewReader(src)
+			if err != nil {
+				continue
+			}
+			var (
+				sb     labels.ScratchBuilder
+				lset   labels.Labels
+				chunks []ChunkMeta
+			)
+			for ref := range min(r.NumSeries(), 1000) {
+				_ = r.Series(storage.SeriesRef(ref), &sb, &lset, &chunks)
+			}
+			names, _ := r.LabelNames()
+			for _, n := range names {
+				vals, _ := r.LabelValues(n)
+				if p, err := r.Postings(n, vals...); err == nil {
+					Expand(p)
+				}
+			}
+		}
+	})
+}
+
+func TestCorruptionErrorSays(t *testing.T) {
+	err := error(&CorruptionError{Section: "postings", Offset: 42, Reason: "checksum mismatch"})
+	if s := err.Error(); !strings.Contains(s, "postings") || !strings.Contains(s, "42") {
+		t.Errorf("error %q does not say where", s)
+	}
+}

@@ -1,0 +1,263 @@
+package index
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// MemPostings is the head's inverted index: for every label name and
+// value, the sorted refs of the series that have it. Each distinct name
+// and value string is held once, as a map key, however many series share
+// it. It implements PostingsReader and is safe for concurrent use.
+//
+// Locks are per label name: names guards the map of names, and each
+// name's values are guarded by that name's own lock. A query takes a
+// name's lock only to copy its value list or to read the lists of the
+// values it chose, never while it matches a regular expression, so a
+// heavy query does not hold up the creation of series. Lists are only
+// appended to or replaced, never changed in place below their length:
+// a reader that took a slice under a lock may read it after releasing it.
+type MemPostings struct {
+	mu    sync.RWMutex // guards names and all
+	names map[string]*memValues
+	all   []storage.SeriesRef
+	// unsorted is set while the head is replayed, when nothing reads the
+	// index: Add appends refs in the order series arrive and EnsureOrder
+	// sorts every list once at the end. A checkpoint lists series in map
+	// order, and inserting each ref in place copied its lists every time:
+	// quadratic in the number of series.
+	unsorted bool
+}
+
+// memValues are the postings of one label name.
+type memValues struct {
+	mu   sync.RWMutex
+	vals map[string][]storage.SeriesRef
+}
+
+// NewMemPostings returns an empty index.
+func NewMemPostings() *MemPostings {
+	return &MemPostings{names: map[string]*memValues{}}
+}
+
+// NewUnorderedMemPostings returns an empty index for bulk loading: Add
+// appends without keeping lists sorted, and EnsureOrder must be called
+// before anything reads it.
+func NewUnorderedMemPostings() *MemPostings {
+	p := NewMemPostings()
+	p.unsorted = true
+	return p
+}
+
+// Add indexes a new series.
+func (p *MemPostings) Add(ref storage.SeriesRef, lset labels.Labels) {
+	p.mu.Lock()
+	insert := insertRef
+	if p.unsorted {
+		insert = appendRef
+	}
+	p.all = insert(p.all, ref)
+	p.mu.Unlock()
+	lset.Range(func(l labels.Label) {
+		mv := p.values(l.Name, true)
+		mv.mu.Lock()
+		mv.vals[l.Value] = insert(mv.vals[l.Value], ref)
+		mv.mu.Unlock()
+	})
+}
+
+// values returns the postings of name, creating them if create is set.
+func (p *MemPostings) values(name string, create bool) *memValues {
+	p.mu.RLock()
+	mv := p.names[name]
+	p.mu.RUnlock()
+	if mv != nil || !create {
+		return mv
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if mv = p.names[name]; mv == nil {
+		mv = &memValues{vals: map[string][]storage.SeriesRef{}}
+		p.names[name] = mv
+	}
+	return mv
+}
+
+func appendRef(list []storage.SeriesRef, ref storage.SeriesRef) []storage.SeriesRef {
+	return append(list, ref)
+}
+
+// insertRef adds ref to the sorted list. Refs are handed out in increasing
+// order, so the append at the end is the common case.
+func insertRef(list []storage.SeriesRef, ref storage.SeriesRef) []storage.SeriesRef {
+	n := len(list)
+	if n == 0 || list[n-1] < ref {
+		return append(list, ref)
+	}
+	i, found := slices.BinarySearch(list, ref)
+	if found {
+		return list
+	}
+	// Copy rather than shift in place: readers may hold the old slice.
+	out := make([]storage.SeriesRef, 0, n+1)
+	out = append(out, list[:i]...)
+	out = append(out, ref)
+	return append(out, list[i:]...)
+}
+
+// EnsureOrder sorts the lists Add appended to since
+// NewUnorderedMemPostings, and makes Add keep them sorted from then on.
+func (p *MemPostings) EnsureOrder() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.unsorted {
+		return
+	}
+	sortRefs := func(list []storage.SeriesRef) []storage.SeriesRef {
+		slices.Sort(list)
+		return slices.Compact(list)
+	}
+	p.all = sortRefs(p.all)
+	for _, mv := range p.names {
+		mv.mu.Lock()
+		for v, list := range mv.vals {
+			mv.vals[v] = sortRefs(list)
+		}
+		mv.mu.Unlock()
+	}
+	p.unsorted = false
+}
+
+// Delete removes the series refs, whose label sets are lsets, from the
+// index. Lists are replaced, not changed in place, as readers may hold
+// them.
+func (p *MemPostings) Delete(refs []storage.SeriesRef, lsets []labels.Labels) {
+	refs = slices.Clone(refs)
+	slices.Sort(refs)
+	refs = slices.Compact(refs)
+	drop := func(list []storage.SeriesRef) []storage.SeriesRef {
+		out := make([]storage.SeriesRef, 0, len(list))
+		for _, r := range list {
+			if _, found := slices.BinarySearch(refs, r); !found {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	p.mu.Lock()
+	p.all = drop(p.all)
+	p.mu.Unlock()
+
+	touched := map[string]map[string]struct{}{}
+	for _, lset := range lsets {
+		lset.Range(func(l labels.Label) {
+			vals := touched[l.Name]
+			if vals == nil {
+				vals = map[string]struct{}{}
+				touched[l.Name] = vals
+			}
+			vals[l.Value] = struct{}{}
+		})
+	}
+	for name, vals := range touched {
+		mv := p.values(name, false)
+		if mv == nil {
+			continue
+		}
+		mv.mu.Lock()
+		for v := range vals {
+			if list := drop(mv.vals[v]); len(list) > 0 {
+				mv.vals[v] = list
+			} else {
+				delete(mv.vals, v)
+			}
+		}
+		empty := len(mv.vals) == 0
+		mv.mu.Unlock()
+		if empty {
+			p.mu.Lock()
+			// Another Add may have filled it meanwhile.
+			mv.mu.RLock()
+			if len(mv.vals) == 0 {
+				delete(p.names, name)
+			}
+			mv.mu.RUnlock()
+			p.mu.Unlock()
+		}
+	}
+}
+
+// LabelNames returns the sorted label names.
+func (p *MemPostings) LabelNames() []string {
+	p.mu.RLock()
+	names := make([]string, 0, len(p.names))
+	for n := range p.names {
+		names = append(names, n)
+	}
+	p.mu.RUnlock()
+	slices.Sort(names)
+	return names
+}
+
+// LabelValues implements PostingsReader.
+func (p *MemPostings) LabelValues(name string) ([]string, error) {
+	mv := p.values(name, false)
+	if mv == nil {
+		return nil, nil
+	}
+	mv.mu.RLock()
+	vals := make([]string, 0, len(mv.vals))
+	for v := range mv.vals {
+		vals = append(vals, v)
+	}
+	mv.mu.RUnlock()
+	slices.Sort(vals)
+	return vals, nil
+}
+
+// Postings implements PostingsReader.
+func (p *MemPostings) Postings(name string, values ...string) (Postings, error) {
+	mv := p.values(name, false)
+	if mv == nil {
+		return EmptyPostings(), nil
+	}
+	its := make([]Postings, 0, len(values))
+	mv.mu.RLock()
+	for _, v := range values {
+		if list := mv.vals[v]; len(list) > 0 {
+			its = append(its, NewListPostings(list))
+		}
+	}
+	mv.mu.RUnlock()
+	return Merge(its...), nil
+}
+
+// AllPostings implements PostingsReader.
+func (p *MemPostings) AllPostings() (Postings, error) {
+	p.mu.RLock()
+	all := p.all
+	p.mu.RUnlock()
+	return NewListPostings(all), nil
+}
+
+// Stats are counts over the whole index, for /api/v1/status/tsdb.
+type Stats struct {
+	LabelPairs int // distinct label name and value pairs
+}
+
+// Stats returns counts over the index.
+func (p *MemPostings) Stats() Stats {
+	var st Stats
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, mv := range p.names {
+		mv.mu.RLock()
+		st.LabelPairs += len(mv.vals)
+		mv.mu.RUnlock()
+	}
+	return st
+}
