@@ -1,0 +1,162 @@
+package block
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/index"
+)
+
+// TestWriteRead writes a block of float series and reads every sample
+// back through a querier.
+func TestWriteRead(t *testing.T) {
+	dir := t.TempDir()
+	// A small segment size, so that chunks spread over several files.
+	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 9999, SegmentSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nseries = 50
+	for i := range nseries {
+		var chunks []chunkenc.Meta
+		for c := range 4 {
+			xc := chunkenc.NewXORChunk()
+			for j := range 25 {
+				ts := int64(c*2500 + j*100)
+				xc.Append(ts, float64(i*1000+int(ts)))
+			}
+			chunks = append(chunks, chunkenc.Meta{Data: xc.Bytes(), MinT: int64(c * 2500), MaxT: int64(c*2500 + 2400), Enc: chunkenc.EncXOR})
+		}
+		if err := w.AddSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprintf("%03d", i)), chunks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Stats.Series != nseries || meta.Stats.Chunks != 4*nseries || meta.Stats.Samples != 100*nseries {
+		t.Errorf("stats %+v", meta.Stats)
+	}
+	b, err := Open(LocalFiles(filepath.Join(dir, meta.ULID.String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if len(b.chunks.segs) < 2 {
+		t.Errorf("%d chunk segments, want several", len(b.chunks.segs))
+	}
+	q, err := b.Querier(0, 9999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
+	var it promchunkenc.Iterator
+	n := 0
+	for ss.Next() {
+		var i int
+		fmt.Sscanf(ss.At().Labels().Get("i"), "%d", &i)
+		it = ss.At().Iterator(it)
+		for it.Next() == promchunkenc.ValFloat {
+			ts, v := it.At()
+			if v != float64(i*1000+int(ts)) {
+				t.Fatalf("series %d at %d: %v", i, ts, v)
+			}
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 100*nseries {
+		t.Errorf("read %d samples, want %d", n, 100*nseries)
+	}
+}
+
+// TestSelectLabelsOnly checks that a select for /api/v1/series finds the
+// series with samples in the range without reading their chunks.
+func TestSelectLabelsOnly(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range [][2]int64{{0, 100}, {500, 900}} {
+		xc := chunkenc.NewXORChunk()
+		xc.Append(r[0], 1)
+		xc.Append(r[1], 2)
+		if err := w.AddSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), []chunkenc.Meta{{Data: xc.Bytes(), MinT: r[0], MaxT: r[1], Enc: chunkenc.EncXOR}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(LocalFiles(filepath.Join(dir, meta.ULID.String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	q, _ := b.Querier(0, 999)
+	defer q.Close()
+	ss := q.Select(context.Background(), true, &promstorage.SelectHints{Start: 200, End: 999, Func: "series"}, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
+	var got []string
+	for ss.Next() {
+		got = append(got, ss.At().Labels().Get("i"))
+		if ss.At().Iterator(nil).Next() != promchunkenc.ValNone {
+			t.Error("a labels-only series has samples")
+		}
+	}
+	if fmt.Sprint(got) != "[1]" {
+		t.Errorf("series with samples in [200, 999]: %v, want [1]", got)
+	}
+}
+
+// memSource is a Source over bytes, without Bytes, so readers take the
+// ReadAt path, as for a block in object storage.
+type memSource struct{ b []byte }
+
+func (m memSource) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(m.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+func (m memSource) Size() int64  { return int64(len(m.b)) }
+func (m memSource) Close() error { return nil }
+
+// FuzzChunkReader checks that no segment file content and no reference
+// make the chunk reader panic, through both read paths.
+func FuzzChunkReader(f *testing.F) {
+	xc := chunkenc.NewXORChunk()
+	xc.Append(1, 1)
+	good := appendChunkRecord(chunksHeader(), chunkenc.EncXOR, xc.Bytes())
+	f.Add(good, uint64(chunkRef(1, chunksHeaderSize)))
+	f.Add(good[:len(good)-1], uint64(chunkRef(1, chunksHeaderSize)))
+	f.Add([]byte("STCK"), uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, ref uint64) {
+		for _, src := range []Source{memSource{data}, &mappedFile{b: data}} {
+			r := &chunkReader{segs: []Source{src}}
+			if _, b, err := r.chunk(index.ChunkRef(ref)); err == nil && len(b) > len(data) {
+				t.Fatalf("chunk %x: %d bytes from %d", ref, len(b), len(data))
+			}
+		}
+	})
+}

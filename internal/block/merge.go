@@ -1,0 +1,142 @@
+package block
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/index"
+)
+
+// Merge writes one block into directory parent holding every series and
+// chunk of blocks, which must not overlap in time, and returns its meta.
+// The new block covers from the first block's MinTime to the last one's
+// MaxTime, its level is one above the highest of theirs, and its sources
+// are all of theirs. Chunks are copied as they are, not decoded. The
+// source blocks are only read: replacing them is the caller's.
+func Merge(ctx context.Context, parent string, blocks []*Block) (Meta, error) {
+	if len(blocks) < 2 {
+		return Meta{}, fmt.Errorf("merge needs at least two blocks, got %d", len(blocks))
+	}
+	blocks = slices.Clone(blocks)
+	slices.SortFunc(blocks, func(a, b *Block) int { return compareInt64(a.meta.MinTime, b.meta.MinTime) })
+	opts := WriterOptions{MinTime: blocks[0].meta.MinTime, MaxTime: blocks[len(blocks)-1].meta.MaxTime}
+	for i, b := range blocks {
+		if i > 0 && b.meta.MinTime <= blocks[i-1].meta.MaxTime {
+			return Meta{}, fmt.Errorf("blocks %s and %s overlap", blocks[i-1].meta.ULID, b.meta.ULID)
+		}
+		opts.Level = max(opts.Level, b.meta.Level+1)
+		opts.Sources = append(opts.Sources, b.meta.Sources...)
+	}
+	slices.SortFunc(opts.Sources, func(a, b ulid.ULID) int { return a.Compare(b) })
+	opts.Sources = slices.Compact(opts.Sources)
+
+	cursors := make([]*seriesCursor, 0, len(blocks))
+	for _, b := range blocks {
+		if err := b.acquire(); err != nil {
+			return Meta{}, err
+		}
+		defer b.release()
+		c, err := newSeriesCursor(b)
+		if err != nil {
+			return Meta{}, err
+		}
+		cursors = append(cursors, c)
+	}
+	w, err := NewWriter(parent, opts)
+	if err != nil {
+		return Meta{}, err
+	}
+	var chunks []chunkenc.Meta
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				w.Abort()
+				return Meta{}, err
+			}
+		}
+		// The smallest labels among the cursors' current series; the
+		// cursors are in time order, so its chunks come out oldest first.
+		var next *seriesCursor
+		for _, c := range cursors {
+			if c.ok && (next == nil || labels.Compare(c.lset, next.lset) < 0) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		lset := next.lset
+		chunks = chunks[:0]
+		for _, c := range cursors {
+			if !c.ok || labels.Compare(c.lset, lset) != 0 {
+				continue
+			}
+			if chunks, err = c.appendChunks(chunks); err != nil {
+				w.Abort()
+				return Meta{}, err
+			}
+			if err := c.next(); err != nil {
+				w.Abort()
+				return Meta{}, err
+			}
+		}
+		if err := w.AddSeries(lset, chunks); err != nil {
+			w.Abort()
+			return Meta{}, err
+		}
+	}
+	return w.Finish()
+}
+
+// seriesCursor walks a block's series in label order.
+type seriesCursor struct {
+	b       *Block
+	p       index.Postings
+	ok      bool
+	builder labels.ScratchBuilder
+	lset    labels.Labels
+	metas   []index.ChunkMeta
+}
+
+func newSeriesCursor(b *Block) (*seriesCursor, error) {
+	p, err := b.index.AllPostings()
+	if err != nil {
+		return nil, err
+	}
+	c := &seriesCursor{b: b, p: p}
+	return c, c.next()
+}
+
+func (c *seriesCursor) next() error {
+	if c.ok = c.p.Next(); !c.ok {
+		return c.p.Err()
+	}
+	return c.b.index.Series(c.p.At(), &c.builder, &c.lset, &c.metas)
+}
+
+// appendChunks appends the current series' chunks to dst.
+func (c *seriesCursor) appendChunks(dst []chunkenc.Meta) ([]chunkenc.Meta, error) {
+	for _, m := range c.metas {
+		enc, data, err := c.b.chunks.chunk(m.Ref)
+		if err != nil {
+			return dst, fmt.Errorf("block %s: %w", c.b.meta.ULID, err)
+		}
+		dst = append(dst, chunkenc.Meta{Data: data, MinT: m.MinT, MaxT: m.MaxT, Enc: enc})
+	}
+	return dst, nil
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,194 @@
+package block
+
+import (
+	"context"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/index"
+)
+
+// Querier returns a querier over the block's samples in [mint, maxt]. It
+// implements Prometheus' storage.Querier; the block stays open until it is
+// closed. The chunk bytes its series hand out stay valid until then.
+func (b *Block) Querier(mint, maxt int64) (promstorage.Querier, error) {
+	if err := b.acquire(); err != nil {
+		return nil, err
+	}
+	return &querier{b: b, mint: max(mint, b.meta.MinTime), maxt: min(maxt, b.meta.MaxTime)}, nil
+}
+
+type querier struct {
+	b          *Block
+	mint, maxt int64
+	closed     bool
+}
+
+func (q *querier) Close() error {
+	if !q.closed {
+		q.closed = true
+		q.b.release()
+	}
+	return nil
+}
+
+// Select returns the matching series in label order, which is the order
+// of the block's series refs: sortSeries costs nothing.
+func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+	mint, maxt := q.mint, q.maxt
+	limit, labelsOnly := 0, false
+	if hints != nil {
+		mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
+		limit = hints.Limit
+		// /api/v1/series wants the labels of the series with samples
+		// in the range: the index says which, no chunk need be read.
+		labelsOnly = hints.Func == "series"
+	}
+	if mint > maxt {
+		return promstorage.EmptySeriesSet()
+	}
+	p, err := index.PostingsForMatchers(ctx, q.b.index, ms...)
+	if err != nil {
+		return promstorage.ErrSeriesSet(err)
+	}
+	return &seriesSet{ctx: ctx, b: q.b, p: p, mint: mint, maxt: maxt, limit: limit, labelsOnly: labelsOnly}
+}
+
+// LabelValues returns the sorted values of label name, of the series that
+// match ms if any are given.
+func (q *querier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	if len(ms) == 0 {
+		vals, err := q.b.index.LabelValues(name)
+		return applyLimit(vals, hints), nil, err
+	}
+	seen := map[string]struct{}{}
+	err := q.forEachLabels(ctx, ms, func(lset labels.Labels) {
+		if v := lset.Get(name); v != "" {
+			seen[v] = struct{}{}
+		}
+	})
+	return applyLimit(sortedKeys(seen), hints), nil, err
+}
+
+// LabelNames returns the sorted label names, of the series that match ms
+// if any are given.
+func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	if len(ms) == 0 {
+		names, err := q.b.index.LabelNames()
+		return applyLimit(names, hints), nil, err
+	}
+	seen := map[string]struct{}{}
+	err := q.forEachLabels(ctx, ms, func(lset labels.Labels) {
+		lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+	})
+	return applyLimit(sortedKeys(seen), hints), nil, err
+}
+
+// forEachLabels calls fn with the labels of each series matching ms.
+func (q *querier) forEachLabels(ctx context.Context, ms []*labels.Matcher, fn func(labels.Labels)) error {
+	p, err := index.PostingsForMatchers(ctx, q.b.index, ms...)
+	if err != nil {
+		return err
+	}
+	var (
+		b      labels.ScratchBuilder
+		lset   labels.Labels
+		chunks []index.ChunkMeta
+	)
+	for p.Next() {
+		if err := q.b.index.Series(p.At(), &b, &lset, &chunks); err != nil {
+			return err
+		}
+		fn(lset)
+	}
+	return p.Err()
+}
+
+func sortedKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func applyLimit(vals []string, hints *promstorage.LabelHints) []string {
+	if hints != nil && hints.Limit > 0 && len(vals) > hints.Limit {
+		return vals[:hints.Limit]
+	}
+	return vals
+}
+
+// seriesSet reads the series of postings p, skipping those without a
+// chunk in [mint, maxt].
+type seriesSet struct {
+	ctx        context.Context
+	b          *Block
+	p          index.Postings
+	mint, maxt int64
+	limit      int
+	labelsOnly bool // series without chunks, for their labels
+	returned   int
+	n          int
+
+	builder labels.ScratchBuilder
+	metas   []index.ChunkMeta
+	cur     *chunkenc.Series
+	err     error
+}
+
+func (ss *seriesSet) Next() bool {
+	if ss.err != nil || (ss.limit > 0 && ss.returned >= ss.limit) {
+		return false
+	}
+	for ss.p.Next() {
+		// Honour cancellation every so often without paying for it on
+		// every series.
+		if ss.n++; ss.n%128 == 0 {
+			if err := ss.ctx.Err(); err != nil {
+				ss.err = err
+				return false
+			}
+		}
+		var lset labels.Labels
+		if err := ss.b.index.Series(ss.p.At(), &ss.builder, &lset, &ss.metas); err != nil {
+			ss.err = err
+			return false
+		}
+		var (
+			chunks []chunkenc.Meta
+			found  bool
+		)
+		for _, m := range ss.metas {
+			if m.MaxT < ss.mint || m.MinT > ss.maxt {
+				continue
+			}
+			if found = true; ss.labelsOnly {
+				break
+			}
+			enc, data, err := ss.b.chunks.chunk(m.Ref)
+			if err != nil {
+				ss.err = err
+				return false
+			}
+			chunks = append(chunks, chunkenc.Meta{Data: data, MinT: m.MinT, MaxT: m.MaxT, Enc: enc})
+		}
+		if !found {
+			continue
+		}
+		ss.cur = &chunkenc.Series{Lset: lset, Chunks: chunks, MinT: ss.mint, MaxT: ss.maxt}
+		ss.returned++
+		return true
+	}
+	ss.err = ss.p.Err()
+	return false
+}
+
+func (ss *seriesSet) At() promstorage.Series            { return ss.cur }
+func (ss *seriesSet) Err() error                        { return ss.err }
+func (ss *seriesSet) Warnings() annotations.Annotations { return nil }

@@ -1,0 +1,126 @@
+package block
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Source is one of a block's files to read from: a local file mapped into
+// memory, or an object in remote storage. Readers ask for byte ranges; a
+// Source that also has Bytes (a mapped file) lets them slice instead of
+// copy. It is safe for concurrent use.
+type Source interface {
+	io.ReaderAt
+	Size() int64
+	io.Closer
+}
+
+// Files is where a block's files are read from: a local directory, or,
+// for blocks in object storage, a bucket prefix. Names are slash-separated
+// and relative to the block: "meta.json", "index", "chunks/000001".
+type Files interface {
+	// Open opens the file name.
+	Open(name string) (Source, error)
+	// List returns the names of the files in directory dir, sorted.
+	List(dir string) ([]string, error)
+}
+
+// bytesSource is a Source whose whole content is in memory.
+type bytesSource interface {
+	Source
+	Bytes() []byte
+}
+
+// readRange returns n bytes of src at off, sliced if src is in memory.
+func readRange(src Source, off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off+n > src.Size() {
+		return nil, fmt.Errorf("%w: range [%d, %d) outside %d bytes", ErrCorrupt, off, off+n, src.Size())
+	}
+	if m, ok := src.(bytesSource); ok {
+		return m.Bytes()[off : off+n : off+n], nil
+	}
+	b := make([]byte, n)
+	if _, err := src.ReadAt(b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// LocalFiles reads a block from the local directory it names, mapping
+// its files into memory.
+type LocalFiles string
+
+func (d LocalFiles) Open(name string) (Source, error) {
+	return openMapped(filepath.Join(string(d), filepath.FromSlash(name)))
+}
+
+func (d LocalFiles) List(dir string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(string(d), filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+// mappedFile is a local file mapped read-only into memory. Its bytes stay
+// valid until Close.
+type mappedFile struct {
+	b []byte
+}
+
+// openMapped maps the file at path. An empty file maps to no memory.
+func openMapped(path string) (*mappedFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if size == 0 {
+		return &mappedFile{}, nil
+	}
+	if int64(int(size)) != size {
+		return nil, fmt.Errorf("%s: %d bytes is too large to map", path, size)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	return &mappedFile{b: b}, nil
+}
+
+func (m *mappedFile) Bytes() []byte { return m.b }
+func (m *mappedFile) Size() int64   { return int64(len(m.b)) }
+
+func (m *mappedFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(m.b)) {
+		return 0, fmt.Errorf("read at %d of %d bytes", off, len(m.b))
+	}
+	n := copy(p, m.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Close unmaps the file. No slice of Bytes may be read after it.
+func (m *mappedFile) Close() error {
+	if m.b == nil {
+		return nil
+	}
+	err := unix.Munmap(m.b)
+	m.b = nil
+	return err
+}
