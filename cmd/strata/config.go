@@ -4,7 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/strata-db/strata/internal/server"
 	"github.com/strata-db/strata/internal/wal"
@@ -42,6 +47,10 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders; requests over it get 429 and are retried; 0 for no limit")
 	fs.IntVar(&sc.MaxExemplars, "storage.max-exemplars", sc.MaxExemplars, "how many exemplars to keep, the newest of all series together (about 100 bytes each); 0 keeps none")
 	fs.IntVar(&sc.MaxSeries, "storage.max-series", sc.MaxSeries, "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
+	blockDuration := fs.String("storage.block-duration", model.Duration(sc.BlockDuration).String(), "time range of the blocks the in-memory head is written to; the head holds about one and a half of them (units as Prometheus: ms, s, m, h, d, w, y)")
+	maxBlockDuration := fs.String("storage.max-block-duration", "0", "largest block that smaller ones are merged into; 0: the smaller of 31d and a tenth of --retention.time; the value of --storage.block-duration turns merging off")
+	retentionTime := fs.String("retention.time", model.Duration(sc.RetentionTime).String(), "how long to keep data: blocks whose newest sample is older than the newest data by more than this are deleted; 0 keeps data forever")
+	retentionSize := fs.String("retention.size", "0", "most bytes blocks and WAL may take together (units B, KB, MB, GB, TB, PB, base 2 as in Prometheus); the oldest blocks are deleted above it; 0 for no limit")
 	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
 	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
 	fs.IntVar(&sc.QueryMaxSamples, "query.max-samples", sc.QueryMaxSamples, "most samples a single query may load into memory")
@@ -61,6 +70,22 @@ func parseFlags(args []string) (config, error) {
 	if sc.WALSync, err = wal.ParseSyncPolicy(*walSync); err != nil {
 		return cfg, fmt.Errorf("--wal.sync: %w", err)
 	}
+	d, err := model.ParseDuration(*blockDuration)
+	if err != nil {
+		return cfg, fmt.Errorf("--storage.block-duration: %w", err)
+	}
+	sc.BlockDuration = time.Duration(d)
+	if d, err = model.ParseDuration(*maxBlockDuration); err != nil {
+		return cfg, fmt.Errorf("--storage.max-block-duration: %w", err)
+	}
+	sc.MaxBlockDuration = time.Duration(d)
+	if d, err = model.ParseDuration(*retentionTime); err != nil {
+		return cfg, fmt.Errorf("--retention.time: %w", err)
+	}
+	sc.RetentionTime = time.Duration(d)
+	if sc.RetentionSize, err = parseBytes(*retentionSize); err != nil {
+		return cfg, fmt.Errorf("--retention.size: %w", err)
+	}
 	switch {
 	case sc.WALSegmentSize < 1<<20:
 		return cfg, fmt.Errorf("--wal.segment-size %d is below the minimum of 1 MiB", sc.WALSegmentSize)
@@ -68,6 +93,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--remote-write.max-request-bytes must be positive")
 	case lim.MaxLabelsPerSeries < 0 || lim.MaxLabelNameLength < 0 || lim.MaxLabelValueLength < 0 || lim.MaxSamplesPerSecond < 0:
 		return cfg, fmt.Errorf("--remote-write limits must not be negative")
+	case sc.BlockDuration < time.Minute:
+		return cfg, fmt.Errorf("--storage.block-duration %s is below the minimum of 1m", model.Duration(sc.BlockDuration))
+	case sc.MaxBlockDuration != 0 && sc.MaxBlockDuration < sc.BlockDuration:
+		return cfg, fmt.Errorf("--storage.max-block-duration %s is below --storage.block-duration %s", model.Duration(sc.MaxBlockDuration), model.Duration(sc.BlockDuration))
 	case sc.MaxSeries < 0:
 		return cfg, fmt.Errorf("--storage.max-series must not be negative")
 	case sc.MaxExemplars < 0:
@@ -112,4 +141,27 @@ func splitFeatures(values []string) []string {
 		}
 	}
 	return out
+}
+
+// byteUnits are the units --retention.size takes, base 2 as Prometheus'
+// --storage.tsdb.retention.size.
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{{"PB", 1 << 50}, {"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}}
+
+// parseBytes parses a size such as 512MB or 1073741824.
+func parseBytes(s string) (int64, error) {
+	num, mult := s, int64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || (n > 0 && n > math.MaxInt64/mult) {
+		return 0, fmt.Errorf("%q is not a size in bytes (such as 0, 1073741824 or 512MB)", s)
+	}
+	return n * mult, nil
 }

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,12 +20,15 @@ import (
 // TestCrashUnderWriteLoad kills the server with SIGKILL at random moments
 // while writers are sending, restarts it, and checks that every sample
 // whose request was acknowledged (204) is there. Samples of requests in
-// flight at the kill may or may not be there; nothing else may be.
+// flight at the kill may or may not be there; nothing else may be. A
+// batch is a second of data and blocks are a minute: every restart
+// writes the older minutes to blocks while the writers send, so kills
+// also land during compactions.
 func TestCrashUnderWriteLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t), args: []string{"--storage.block-duration", "1m"}}
 	s.start()
 
 	const (
@@ -61,7 +66,7 @@ func TestCrashUnderWriteLoad(t *testing.T) {
 		}
 		// Kill after a random number of acknowledged batches, while the
 		// writers are still sending.
-		target := 5 + rng.IntN(40)
+		target := 100 + rng.IntN(100)
 		deadline := time.Now().Add(30 * time.Second)
 		for total(acked) < int64(target*(round+1)) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
@@ -87,6 +92,10 @@ func TestCrashUnderWriteLoad(t *testing.T) {
 			// after it so that timestamps keep increasing.
 			acked[w].Store(int64(s.countSamples(fmt.Sprintf(`crash_test{w="%d",s="0"}`, w))))
 		}
+	}
+	// The restarts compacted: some of what was checked came from blocks.
+	if out, err := exec.Command(s.bin, "tsdb", "list", "--data-dir", s.dir).CombinedOutput(); err != nil || strings.Count(string(out), "\n") < 2 {
+		t.Errorf("no blocks were written: %v\n%s", err, out)
 	}
 }
 

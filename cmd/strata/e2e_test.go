@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ type proc struct {
 	bin  string
 	dir  string
 	addr string
+	args []string // more flags
 	cmd  *exec.Cmd
 	logs bytes.Buffer
 }
@@ -55,7 +57,7 @@ func freeAddr(t *testing.T) string {
 func (s *proc) start() {
 	s.t.Helper()
 	s.logs.Reset()
-	s.cmd = exec.Command(s.bin, "--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug")
+	s.cmd = exec.Command(s.bin, append([]string{"--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug"}, s.args...)...)
 	s.cmd.Stdout = &s.logs
 	s.cmd.Stderr = &s.logs
 	if err := s.cmd.Start(); err != nil {
@@ -198,12 +200,15 @@ func e2eRequests() []*prompb.WriteRequest {
 
 // TestEndToEndCrashRecovery writes through remote-write, queries over the
 // HTTP API, kills the process with SIGKILL, restarts it and expects the
-// same answers; then it stops it cleanly and checks again.
+// same answers; then it stops it cleanly and checks again. With 2 minute
+// blocks, the 10 minutes of data go to blocks when the restarted server
+// compacts its head, so the answers after the restart come from blocks
+// and the head together.
 func TestEndToEndCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t), args: []string{"--storage.block-duration", "2m"}}
 	s.start()
 
 	for i, req := range e2eRequests() {
@@ -292,6 +297,36 @@ func TestEndToEndCrashRecovery(t *testing.T) {
 	if !bytes.Equal(before[0], answers()[0]) {
 		t.Fatal("answers changed after clean restart")
 	}
+
+	// The blocks, listed while the server runs.
+	out, err := exec.Command(s.bin, "tsdb", "list", "--data-dir", s.dir, "--human=false").CombinedOutput()
+	if err != nil {
+		t.Fatalf("strata tsdb list: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "BLOCK ULID") {
+		t.Fatalf("strata tsdb list: want a header and blocks, got\n%s", out)
+	}
+	for _, l := range lines[1:] {
+		// ULID, min time, max time, duration, series, samples, chunks,
+		// bytes, level
+		if f := strings.Fields(l); len(f) != 9 || f[4] != fmt.Sprint(e2eSeries+3) {
+			t.Errorf("strata tsdb list line %q: want 9 fields and %d series", l, e2eSeries+3)
+		}
+	}
+	out, err = exec.Command(s.bin, "tsdb", "analyze", "--data-dir", s.dir, "--limit", "3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("strata tsdb analyze: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("%10d http_requests_total\n", e2eSeries),
+		fmt.Sprintf("%10d instance\n", e2eSeries),
+		fmt.Sprintf("%10d job=api\n", e2eSeries/3+1),
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("strata tsdb analyze: no line %q in\n%s", want, out)
+		}
+	}
 }
 
 // TestServerRejectsBadFlags checks that a bad flag is reported, not
@@ -303,6 +338,11 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--no-such-flag"},
 		{"extra-arg"},
 		{"--wal.sync", "sometimes"},
+		{"--storage.block-duration", "10s"},
+		{"--storage.block-duration", "2h", "--storage.max-block-duration", "1h"},
+		{"--retention.time", "15 days"},
+		{"--retention.size", "10XB"},
+		{"--retention.size", "-5"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -315,6 +355,13 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	if !cfg.server.ParserOptions.EnableExperimentalFunctions || !cfg.server.ParserOptions.ExperimentalDurationExpr || !cfg.server.DelayedNameRemoval ||
 		cfg.server.ParserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
 		t.Fatalf("features parsed wrong: %+v", cfg)
+	}
+	cfg, err = parseFlags([]string{"--retention.time", "30d", "--retention.size", "512MB", "--storage.block-duration", "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := cfg.server; sc.RetentionTime != 30*24*time.Hour || sc.RetentionSize != 512<<20 || sc.BlockDuration != time.Hour {
+		t.Errorf("storage flags parsed wrong: %s %d %s", sc.RetentionTime, sc.RetentionSize, sc.BlockDuration)
 	}
 }
 

@@ -20,6 +20,9 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "tsdb" {
+		os.Exit(runTSDB(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

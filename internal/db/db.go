@@ -1,19 +1,42 @@
-// Package db is the store as the server sees it: today the head and its
-// WAL, later the head and the persisted blocks. It opens in the background
-// so that the server can answer health probes while the WAL replays.
+// Package db is the store as the server sees it: the head with its WAL
+// and the persisted blocks, read through one Queryable. It opens in the
+// background so that the server can answer health probes while the WAL
+// replays, and compacts the head into blocks and applies retention in
+// the background once open.
+//
+// # On disk
+//
+//	<dir>/wal/            the head's write-ahead log and checkpoints
+//	<dir>/<ULID>/         a block: meta.json, index, chunks/
+//	<dir>/<ULID>.tmp/     a block being written or deleted
+//
+// # Crash safety
+//
+// A block is written under its .tmp name and renamed into place once
+// every file in it is fsynced; a block is deleted by renaming it to its
+// .tmp name first. Open removes every .tmp directory, so a crash at any
+// step leaves either the block whole or no trace of it. The head is
+// truncated, and its WAL checkpointed, only after the block holding its
+// oldest range is in place: a crash in between replays the WAL into the
+// head, which Open then truncates below the newest block again, so no
+// acknowledged sample is ever only in a block that may not exist.
 package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/strata-db/strata/internal/block"
 	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -23,6 +46,21 @@ type Options struct {
 	// Dir is the data directory; the WAL is in Dir/wal.
 	Dir  string
 	Head head.Options // WALDir is set from Dir
+	// RetentionTime is how long blocks are kept: a block is deleted once
+	// its newest sample is older than the newest sample of the store by
+	// more than this. 0 keeps blocks however old.
+	RetentionTime time.Duration
+	// RetentionSize bounds the bytes of blocks and WAL together: the
+	// oldest blocks are deleted while they are over it. 0 means no bound.
+	RetentionSize int64
+	// MaxBlockDuration bounds the blocks merged from smaller ones; 0
+	// means the smaller of 31 days and a tenth of RetentionTime. Set to
+	// the block range, it turns merging off.
+	MaxBlockDuration time.Duration
+	// CompactionInterval is how often the head is checked for a range to
+	// write to a block, and retention applied. A range is written once
+	// the head spans one and a half block ranges.
+	CompactionInterval time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -30,39 +68,129 @@ type Options struct {
 // DefaultOptions returns the options strata runs with unless told
 // otherwise.
 func DefaultOptions() Options {
-	return Options{Dir: "data", Head: head.DefaultOptions()}
+	return Options{
+		Dir:  "data",
+		Head: head.DefaultOptions(),
+		// Prometheus' default --storage.tsdb.retention.time.
+		RetentionTime: 15 * 24 * time.Hour,
+		// A minute is short next to a two-hour block range, and a check
+		// that finds nothing to do costs next to nothing.
+		CompactionInterval: time.Minute,
+	}
 }
 
 // DB is the store. Until it is ready, appenders fail with
 // storage.ErrNotReady and queriers return it.
 //
-// head is nil until the replay is done and is not changed after that; mu
-// guards it and err.
+// mu guards head, blocks and err. head is nil until the replay is done
+// and is not changed after that. blocks is replaced, never changed in
+// place, so a reader may keep the slice it read under mu.
 type DB struct {
-	ready chan struct{}
+	opts   Options
+	logger *slog.Logger
+	ready  chan struct{}
 
-	mu   sync.RWMutex
-	head *head.Head
-	err  error
+	mu     sync.RWMutex
+	head   *head.Head
+	blocks []*block.Block // by MinTime
+	err    error
+
+	// compactMu lets one compaction or retention pass run at a time.
+	compactMu sync.Mutex
+	stop      chan struct{}
+	stopped   chan struct{}
+
+	stats stats
 }
 
-// Open starts opening the store in dir in the background and returns at
-// once. Ready and Wait tell when it is done.
+type stats struct {
+	compactions        atomic.Uint64
+	compactionFailures atomic.Uint64
+	compactionNs       atomic.Int64
+	retentionDeletions atomic.Uint64
+}
+
+// Stats are the store's counters beyond the head's.
+type Stats struct {
+	Blocks             int
+	BlockBytes         int64
+	Compactions        uint64 // blocks written from the head or merged
+	CompactionFailures uint64
+	CompactionTime     time.Duration // spent compacting, in total
+	RetentionDeletions uint64        // blocks deleted by retention
+}
+
+// Open starts opening the store in opts.Dir in the background and returns
+// at once. Ready and Wait tell when it is done.
 func Open(opts Options) *DB {
-	db := &DB{ready: make(chan struct{})}
-	hopts := opts.Head
-	hopts.WALDir = filepath.Join(opts.Dir, "wal")
-	if hopts.Logger == nil {
-		hopts.Logger = opts.Logger
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
+	db := &DB{opts: opts, logger: logger, ready: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
-		h, err := head.Open(hopts)
+		h, blocks, err := db.open()
 		db.mu.Lock()
-		db.head, db.err = h, err
+		db.head, db.blocks, db.err = h, blocks, err
 		db.mu.Unlock()
 		close(db.ready)
+		if err != nil {
+			close(db.stopped)
+			return
+		}
+		db.run()
 	}()
 	return db
+}
+
+// open loads the blocks and replays the head.
+func (db *DB) open() (*head.Head, []*block.Block, error) {
+	blocks, err := loadBlocks(db.opts.Dir, db.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	hopts := db.opts.Head
+	hopts.WALDir = filepath.Join(db.opts.Dir, "wal")
+	if hopts.Logger == nil {
+		hopts.Logger = db.logger
+	}
+	h, err := head.Open(hopts)
+	if err != nil {
+		closeBlocks(blocks)
+		return nil, nil, err
+	}
+	if n := len(blocks); n > 0 {
+		// A crash after a block was written and before the WAL was
+		// checkpointed replays that range into the head again.
+		newest := blocks[n-1].Meta().MaxTime
+		for _, b := range blocks {
+			newest = max(newest, b.Meta().MaxTime)
+		}
+		if st := h.Truncate(newest + 1); st.Chunks > 0 {
+			db.logger.Info("head data already in blocks dropped", "chunks", st.Chunks, "before", newest+1)
+		}
+	}
+	return h, blocks, nil
+}
+
+// run compacts and applies retention every CompactionInterval until Close.
+func (db *DB) run() {
+	defer close(db.stopped)
+	if db.opts.CompactionInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(db.opts.CompactionInterval)
+	defer t.Stop()
+	for {
+		if err := db.Compact(); err != nil {
+			db.logger.Error("compaction failed; the head keeps the data and it is retried", "err", err)
+		}
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Ready reports whether the store has finished opening successfully.
@@ -89,6 +217,32 @@ func (db *DB) Head() *head.Head {
 	return h
 }
 
+// Blocks returns the metas of the blocks, oldest first.
+func (db *DB) Blocks() []block.Meta {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	metas := make([]block.Meta, len(db.blocks))
+	for i, b := range db.blocks {
+		metas[i] = b.Meta()
+	}
+	return metas
+}
+
+// Stats returns the store's counters.
+func (db *DB) Stats() Stats {
+	st := Stats{
+		Compactions:        db.stats.compactions.Load(),
+		CompactionFailures: db.stats.compactionFailures.Load(),
+		CompactionTime:     time.Duration(db.stats.compactionNs.Load()),
+		RetentionDeletions: db.stats.retentionDeletions.Load(),
+	}
+	for _, m := range db.Blocks() {
+		st.Blocks++
+		st.BlockBytes += m.Stats.Bytes
+	}
+	return st
+}
+
 func (db *DB) get() (*head.Head, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
@@ -103,12 +257,49 @@ func (db *DB) Appender(ctx context.Context) storage.Appender {
 	return notReadyAppender{}
 }
 
-// Querier implements Prometheus' storage.Queryable.
+// Querier implements Prometheus' storage.Queryable: the head and the
+// blocks that overlap [mint, maxt], merged. Series in several of them are
+// chained; a sample in both a block and the head (after a crash between
+// writing a block and truncating the head) is returned once.
 func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
-	if h, _ := db.get(); h != nil {
-		return h.Querier(mint, maxt)
+	db.mu.RLock()
+	h, blocks := db.head, db.blocks
+	db.mu.RUnlock()
+	if h == nil {
+		return nil, storage.ErrNotReady
 	}
-	return nil, storage.ErrNotReady
+	var qs []promstorage.Querier
+	for _, b := range blocks {
+		m := b.Meta()
+		if m.MaxTime < mint || m.MinTime > maxt {
+			continue
+		}
+		q, err := b.Querier(mint, maxt)
+		if errors.Is(err, block.ErrClosed) {
+			// Deleted by retention since the list was read.
+			continue
+		}
+		if err != nil {
+			closeQueriers(qs)
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	hq, err := h.Querier(mint, maxt)
+	if err != nil {
+		closeQueriers(qs)
+		return nil, err
+	}
+	if len(qs) == 0 {
+		return hq, nil
+	}
+	return promstorage.NewMergeQuerier(append(qs, hq), nil, promstorage.ChainedSeriesMerge), nil
+}
+
+func closeQueriers(qs []promstorage.Querier) {
+	for _, q := range qs {
+		q.Close()
+	}
 }
 
 // Metadata returns the metadata of every metric family, or of metric
@@ -128,17 +319,42 @@ func (db *DB) ExemplarQuerier(ctx context.Context) (promstorage.ExemplarQuerier,
 	return nil, storage.ErrNotReady
 }
 
-// Close waits for opening to finish and closes the store.
+// Close stops compaction, waits for opening to finish and closes the
+// store.
 func (db *DB) Close() error {
 	<-db.ready
-	h, err := db.get()
+	close(db.stop)
+	<-db.stopped
+	db.mu.Lock()
+	h, blocks, err := db.head, db.blocks, db.err
+	db.blocks = nil
+	db.mu.Unlock()
 	if h == nil {
 		return err
 	}
+	errs := []error{closeBlocks(blocks)}
 	if err := h.Close(); err != nil {
-		return fmt.Errorf("close head: %w", err)
+		errs = append(errs, fmt.Errorf("close head: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+func closeBlocks(blocks []*block.Block) error {
+	var errs []error
+	for _, b := range blocks {
+		errs = append(errs, b.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// newestTime returns the newest sample time of the head and blocks,
+// math.MinInt64 if they hold none.
+func newestTime(h *head.Head, blocks []*block.Block) int64 {
+	t := h.MaxTime()
+	for _, b := range blocks {
+		t = max(t, b.Meta().MaxTime)
+	}
+	return t
 }
 
 type notReadyAppender struct{}

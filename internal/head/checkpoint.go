@@ -54,6 +54,13 @@ func (h *Head) Checkpoint() error {
 	}
 
 	dir := filepath.Join(h.opts.WALDir, checkpointPrefix+fmt.Sprintf("%08d", n))
+	if _, err := os.Stat(dir); err == nil {
+		// Nothing was logged since that checkpoint. The head may have
+		// been truncated since, but what the checkpoint holds beyond it
+		// is in blocks, and the store truncates the head again below
+		// its blocks when it opens.
+		return nil
+	}
 	reader, _ := h.acquireReader(math.MinInt64)
 	size, err := h.writeCheckpoint(dir)
 	h.releaseReader(reader)

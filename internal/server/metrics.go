@@ -23,6 +23,14 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 			return f(h.Stats())
 		}
 	}
+	dbStat := func(f func(db.Stats) float64) func() float64 {
+		return func() float64 {
+			if !store.Ready() {
+				return 0
+			}
+			return f(store.Stats())
+		}
+	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_series",
@@ -52,6 +60,42 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 			Name: "strata_wal_bytes_written_total",
 			Help: "Bytes written to the WAL since start.",
 		}, stat(func(s head.Stats) float64 { return float64(s.WALBytesWritten) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_head_chunks",
+			Help: "Closed chunks in the in-memory head.",
+		}, stat(func(s head.Stats) float64 { return float64(s.Chunks) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_head_chunk_bytes",
+			Help: "Memory the head's closed chunks take, outside the Go heap.",
+		}, stat(func(s head.Stats) float64 { return float64(s.ChunkBytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_head_min_time_seconds",
+			Help: "Oldest time the in-memory head holds; older data is in blocks.",
+		}, stat(func(s head.Stats) float64 { return float64(s.MinValidTime) / 1000 })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_blocks_loaded",
+			Help: "Blocks on disk the store reads.",
+		}, dbStat(func(s db.Stats) float64 { return float64(s.Blocks) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_blocks_bytes",
+			Help: "Bytes of the blocks on disk (index and chunk files).",
+		}, dbStat(func(s db.Stats) float64 { return float64(s.BlockBytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_compactions_total",
+			Help: "Blocks written from the head or merged from other blocks.",
+		}, dbStat(func(s db.Stats) float64 { return float64(s.Compactions) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_compactions_failed_total",
+			Help: "Compactions that failed; the data stays where it was and they are retried.",
+		}, dbStat(func(s db.Stats) float64 { return float64(s.CompactionFailures) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_compaction_duration_seconds_total",
+			Help: "Time spent compacting.",
+		}, dbStat(func(s db.Stats) float64 { return s.CompactionTime.Seconds() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_retention_deleted_blocks_total",
+			Help: "Blocks deleted by --retention.time or --retention.size.",
+		}, dbStat(func(s db.Stats) float64 { return float64(s.RetentionDeletions) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_ready",
 			Help: "1 once the WAL is replayed and the store serves reads and writes.",

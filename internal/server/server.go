@@ -42,6 +42,14 @@ type Config struct {
 	MaxSeries int
 	// MaxExemplars is how many exemplars the store keeps; 0 keeps none.
 	MaxExemplars int
+	// BlockDuration is the time range of the blocks the head is written
+	// to; RetentionTime and RetentionSize (bytes) bound what is kept, 0
+	// meaning no bound.
+	BlockDuration time.Duration
+	// MaxBlockDuration bounds merged blocks; 0 means the default.
+	MaxBlockDuration time.Duration
+	RetentionTime    time.Duration
+	RetentionSize    int64
 
 	LookbackDelta       time.Duration
 	QueryTimeout        time.Duration
@@ -63,6 +71,8 @@ func DefaultConfig() Config {
 		RemoteWriteMaxBytes: remotewrite.DefaultOptions().MaxBodyBytes,
 		RemoteWriteLimits:   remotewrite.DefaultLimits(),
 		MaxExemplars:        db.DefaultOptions().Head.MaxExemplars,
+		BlockDuration:       time.Duration(db.DefaultOptions().Head.BlockRange) * time.Millisecond,
+		RetentionTime:       db.DefaultOptions().RetentionTime,
 		LookbackDelta:       5 * time.Minute,
 		QueryTimeout:        2 * time.Minute,
 		QueryMaxSamples:     50000000,
@@ -90,6 +100,10 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	dbOpts.Head.WAL.Sync = cfg.WALSync
 	dbOpts.Head.MaxSeries = cfg.MaxSeries
 	dbOpts.Head.MaxExemplars = cfg.MaxExemplars
+	dbOpts.Head.BlockRange = cfg.BlockDuration.Milliseconds()
+	dbOpts.MaxBlockDuration = cfg.MaxBlockDuration
+	dbOpts.RetentionTime = cfg.RetentionTime
+	dbOpts.RetentionSize = cfg.RetentionSize
 	dbOpts.Logger = logger
 	store := db.Open(dbOpts)
 

@@ -1,0 +1,144 @@
+package db
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/strata-db/strata/internal/block"
+)
+
+// tmpSuffix marks a block directory being written or deleted.
+const tmpSuffix = ".tmp"
+
+// loadBlocks removes what a crash left half-written or half-deleted in
+// dir and opens its blocks, oldest first.
+func loadBlocks(dir string, logger *slog.Logger) ([]*block.Block, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var blocks []*block.Block
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(name, tmpSuffix) {
+			if _, err := ulid.ParseStrict(strings.TrimSuffix(name, tmpSuffix)); err != nil {
+				continue
+			}
+			logger.Info("removing block left incomplete by a crash", "dir", name)
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				closeBlocks(blocks)
+				return nil, err
+			}
+			continue
+		}
+		if _, err := ulid.ParseStrict(name); err != nil {
+			continue
+		}
+		b, err := block.Open(block.LocalFiles(filepath.Join(dir, name)))
+		if err != nil {
+			closeBlocks(blocks)
+			return nil, fmt.Errorf("open block %s: %w", name, err)
+		}
+		blocks = append(blocks, b)
+	}
+	blocks, err = dropMerged(dir, blocks, logger)
+	if err != nil {
+		closeBlocks(blocks)
+		return nil, err
+	}
+	sortBlocks(blocks)
+	return blocks, nil
+}
+
+// dropMerged closes and deletes the blocks whose samples another block
+// holds: a crash after a merged block was written and before its sources
+// were deleted leaves both.
+func dropMerged(dir string, blocks []*block.Block, logger *slog.Logger) ([]*block.Block, error) {
+	var kept []*block.Block
+	for _, b := range blocks {
+		m := b.Meta()
+		if !slices.ContainsFunc(blocks, func(o *block.Block) bool { return covers(o.Meta(), m) }) {
+			kept = append(kept, b)
+			continue
+		}
+		logger.Info("removing block already merged into another", "ulid", m.ULID)
+		if err := b.Close(); err != nil {
+			return nil, err
+		}
+		if err := deleteBlockDir(dir, m.ULID); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
+}
+
+// covers reports whether block o holds every source of block b, and more.
+func covers(o, b block.Meta) bool {
+	if len(o.Sources) <= len(b.Sources) {
+		return false
+	}
+	for _, src := range b.Sources {
+		if !slices.Contains(o.Sources, src) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortBlocks(blocks []*block.Block) {
+	slices.SortFunc(blocks, func(a, b *block.Block) int {
+		am, bm := a.Meta(), b.Meta()
+		if am.MinTime != bm.MinTime {
+			return compare(am.MinTime, bm.MinTime)
+		}
+		return am.ULID.Compare(bm.ULID)
+	})
+}
+
+func compare(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// deleteBlockDir removes a closed block's directory: renamed to its .tmp
+// name first, so that a crash half-way leaves a directory loadBlocks
+// removes rather than a damaged block it fails to open.
+func deleteBlockDir(dir string, id ulid.ULID) error {
+	path := filepath.Join(dir, id.String())
+	tmp := path + tmpSuffix
+	if err := os.Rename(path, tmp); err != nil {
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(tmp)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

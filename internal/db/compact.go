@@ -1,0 +1,267 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/block"
+	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/head"
+)
+
+// Compact writes the head's oldest block ranges to blocks while the head
+// spans more than one and a half block ranges, truncates the head and
+// checkpoints its WAL behind them, and then applies retention. The
+// background loop calls it every CompactionInterval; it is safe to call
+// at any time once the store is ready.
+func (db *DB) Compact() error {
+	h, err := db.get()
+	if h == nil {
+		return err
+	}
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
+	if err := db.compactHead(h); err != nil {
+		db.stats.compactionFailures.Add(1)
+		return err
+	}
+	if err := db.applyRetention(h); err != nil {
+		return err
+	}
+	if err := db.mergeBlocks(); err != nil {
+		db.stats.compactionFailures.Add(1)
+		return err
+	}
+	return nil
+}
+
+// mergeBlocks merges blocks into larger ones while planMerge finds some:
+// the merged block goes into the list before its sources leave it and are
+// deleted, so a query sees every sample throughout, and a crash between
+// the two leaves sources that loadBlocks recognises and deletes.
+func (db *DB) mergeBlocks() error {
+	ranges := blockRanges(db.opts.Head.BlockRange, db.opts.MaxBlockDuration, db.opts.RetentionTime)
+	for {
+		select {
+		case <-db.stop:
+			return nil
+		default:
+		}
+		group := planMerge(db.Blocks(), ranges)
+		if group == nil {
+			return nil
+		}
+		start := time.Now()
+		db.mu.RLock()
+		var sources []*block.Block
+		for _, m := range group {
+			for _, b := range db.blocks {
+				if b.Meta().ULID == m.ULID {
+					sources = append(sources, b)
+				}
+			}
+		}
+		db.mu.RUnlock()
+		meta, err := block.Merge(context.Background(), db.opts.Dir, sources)
+		if err != nil {
+			return fmt.Errorf("merge %d blocks: %w", len(sources), err)
+		}
+		b, err := block.Open(block.LocalFiles(filepath.Join(db.opts.Dir, meta.ULID.String())))
+		if err != nil {
+			return fmt.Errorf("open merged block %s: %w", meta.ULID, err)
+		}
+		db.mu.Lock()
+		blocks := slices.DeleteFunc(slices.Clone(db.blocks), func(b *block.Block) bool { return slices.Contains(sources, b) })
+		blocks = append(blocks, b)
+		sortBlocks(blocks)
+		db.blocks = blocks
+		db.mu.Unlock()
+		for _, src := range sources {
+			id := src.Meta().ULID
+			if err := src.Close(); err != nil {
+				db.logger.Warn("closing merged block", "ulid", id, "err", err)
+			}
+			if err := deleteBlockDir(db.opts.Dir, id); err != nil {
+				return fmt.Errorf("delete merged block %s: %w", id, err)
+			}
+		}
+		db.stats.compactions.Add(1)
+		db.stats.compactionNs.Add(int64(time.Since(start)))
+		db.logger.Info("blocks merged", "ulid", meta.ULID, "sources", len(sources), "level", meta.Level,
+			"min_time", meta.MinTime, "max_time", meta.MaxTime, "series", meta.Stats.Series, "duration", time.Since(start))
+	}
+}
+
+// compactHead writes the head's ranges that are complete: older than the
+// newest sample by at least half a block range, so that the head keeps
+// what is still being written and what comes late.
+func (db *DB) compactHead(h *head.Head) error {
+	r := db.opts.Head.BlockRange
+	if r <= 0 {
+		return nil
+	}
+	compacted := false
+	for {
+		mint, maxt := h.MinTime(), h.MaxTime()
+		if mint > maxt || maxt-mint <= r/2*3 {
+			break
+		}
+		lo := rangeStart(mint, r)
+		hi := lo + r - 1
+		if err := db.compactRange(h, lo, hi); err != nil {
+			return err
+		}
+		compacted = true
+	}
+	if compacted {
+		// The WAL segments the block now holds go with the checkpoint.
+		if err := h.Checkpoint(); err != nil {
+			return fmt.Errorf("checkpoint after compaction: %w", err)
+		}
+	}
+	return nil
+}
+
+// compactRange writes the head's samples in [lo, hi] to a block and
+// truncates them from the head.
+func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
+	start := time.Now()
+	// From here on no sample joins the range; the head goes on serving
+	// it until the block is in the list.
+	h.FreezeBefore(hi + 1)
+	w, err := block.NewWriter(db.opts.Dir, block.WriterOptions{MinTime: lo, MaxTime: hi})
+	if err != nil {
+		return err
+	}
+	err = h.ForEachSeries(lo, hi, func(lset labels.Labels, chunks []chunkenc.Meta) error {
+		return w.AddSeries(lset, chunks)
+	})
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("write block [%d, %d]: %w", lo, hi, err)
+	}
+	meta, err := w.Finish()
+	if err != nil {
+		return err
+	}
+	if meta.Stats.Series > 0 {
+		b, err := block.Open(block.LocalFiles(filepath.Join(db.opts.Dir, meta.ULID.String())))
+		if err != nil {
+			return fmt.Errorf("open new block %s: %w", meta.ULID, err)
+		}
+		db.mu.Lock()
+		blocks := append(slices.Clone(db.blocks), b)
+		sortBlocks(blocks)
+		db.blocks = blocks
+		db.mu.Unlock()
+		db.stats.compactions.Add(1)
+		db.logger.Info("block written from the head", "ulid", meta.ULID, "min_time", lo, "max_time", hi,
+			"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", b.Meta().Stats.Bytes,
+			"duration", time.Since(start))
+	}
+	st := h.Truncate(hi + 1)
+	db.stats.compactionNs.Add(int64(time.Since(start)))
+	db.logger.Debug("head truncated", "before", hi+1, "chunks", st.Chunks, "series_removed", st.SeriesRemoved, "bytes_freed", st.ArenaBytesFree)
+	return nil
+}
+
+// rangeStart returns the start of the block range of length r holding t.
+func rangeStart(t, r int64) int64 {
+	m := t % r
+	if m < 0 {
+		m += r
+	}
+	return t - m
+}
+
+// applyRetention deletes the blocks beyond RetentionTime and, oldest
+// first, those over RetentionSize.
+func (db *DB) applyRetention(h *head.Head) error {
+	db.mu.RLock()
+	blocks := db.blocks
+	db.mu.RUnlock()
+	if len(blocks) == 0 {
+		return nil
+	}
+	drop := map[*block.Block]string{}
+	if rt := db.opts.RetentionTime.Milliseconds(); rt > 0 {
+		newest := newestTime(h, blocks)
+		for _, b := range blocks {
+			if b.Meta().MaxTime < newest-rt {
+				drop[b] = "time"
+			}
+		}
+	}
+	if limit := db.opts.RetentionSize; limit > 0 {
+		total, err := dirSize(filepath.Join(db.opts.Dir, "wal"))
+		if err != nil {
+			return fmt.Errorf("size of WAL: %w", err)
+		}
+		for _, b := range blocks {
+			total += b.Meta().Stats.Bytes
+		}
+		for _, b := range blocks {
+			if total <= limit {
+				break
+			}
+			if _, ok := drop[b]; !ok {
+				drop[b] = "size"
+			}
+			total -= b.Meta().Stats.Bytes
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	db.mu.Lock()
+	db.blocks = slices.DeleteFunc(slices.Clone(db.blocks), func(b *block.Block) bool { _, ok := drop[b]; return ok })
+	db.mu.Unlock()
+	var errs []error
+	for _, b := range blocks {
+		reason, ok := drop[b]
+		if !ok {
+			continue
+		}
+		m := b.Meta()
+		// Close waits for the queries still reading the block.
+		errs = append(errs, b.Close())
+		if err := deleteBlockDir(db.opts.Dir, m.ULID); err != nil {
+			errs = append(errs, fmt.Errorf("delete block %s: %w", m.ULID, err))
+			continue
+		}
+		db.stats.retentionDeletions.Add(1)
+		db.logger.Info("block deleted by retention", "ulid", m.ULID, "reason", reason,
+			"min_time", m.MinTime, "max_time", m.MaxTime, "bytes", m.Stats.Bytes)
+	}
+	return errors.Join(errs...)
+}
+
+// dirSize returns the bytes of the files below dir.
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		n += info.Size()
+		return nil
+	})
+	return n, err
+}

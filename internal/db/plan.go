@@ -1,0 +1,77 @@
+package db
+
+import (
+	"time"
+
+	"github.com/strata-db/strata/internal/block"
+)
+
+// maxBlockDuration bounds merged blocks, as in Prometheus: a block is
+// deleted by retention only whole, so the largest block is also at most a
+// tenth of the retention time.
+const maxBlockDuration = 31 * 24 * time.Hour
+
+// blockRanges returns the ranges blocks are merged into: the head's block
+// range, then three times the previous one (2h, 6h, 18h, 54h, ...), up to
+// maxDuration, or if that is 0 the smaller of 31 days and a tenth of the
+// retention time.
+func blockRanges(blockRange int64, maxDuration, retention time.Duration) []int64 {
+	limit := maxDuration.Milliseconds()
+	if limit <= 0 {
+		limit = maxBlockDuration.Milliseconds()
+		if r := retention.Milliseconds() / 10; r > 0 {
+			limit = min(limit, r)
+		}
+	}
+	ranges := []int64{blockRange}
+	for r := blockRange * 3; r <= limit; r *= 3 {
+		ranges = append(ranges, r)
+	}
+	return ranges
+}
+
+// planMerge returns blocks to merge into one, or nil. It looks at the
+// ranges from the second on, smallest first, and takes the first aligned
+// window of a range holding two or more blocks that either fill the
+// window's time or end before the newest block starts, as Prometheus'
+// planner does. The newest block is never merged: it is the one the head
+// just wrote, and a window it may still fill waits for it.
+func planMerge(blocks []block.Meta, ranges []int64) []block.Meta {
+	if len(blocks) < 3 {
+		return nil
+	}
+	newest := blocks[len(blocks)-1].MinTime
+	blocks = blocks[:len(blocks)-1]
+	for _, r := range ranges[1:] {
+		for _, group := range splitByRange(blocks, r) {
+			if len(group) < 2 {
+				continue
+			}
+			mint, maxt := group[0].MinTime, group[len(group)-1].MaxTime
+			if maxt-mint+1 == r || maxt < newest {
+				return group
+			}
+		}
+	}
+	return nil
+}
+
+// splitByRange groups blocks, sorted by time, by the window of length r
+// holding them; a block that does not fit in one window is left out.
+func splitByRange(blocks []block.Meta, r int64) [][]block.Meta {
+	var groups [][]block.Meta
+	for i := 0; i < len(blocks); {
+		lo := rangeStart(blocks[i].MinTime, r)
+		hi := lo + r - 1
+		if blocks[i].MaxTime > hi {
+			i++
+			continue
+		}
+		var group []block.Meta
+		for ; i < len(blocks) && blocks[i].MaxTime <= hi; i++ {
+			group = append(group, blocks[i])
+		}
+		groups = append(groups, group)
+	}
+	return groups
+}
