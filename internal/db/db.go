@@ -57,9 +57,9 @@ type Options struct {
 	// means the smaller of 31 days and a tenth of RetentionTime. Set to
 	// the block range, it turns merging off.
 	MaxBlockDuration time.Duration
-	// CompactionInterval is how often the head is checked for a range to
-	// write to a block, and retention applied. A range is written once
-	// the head spans one and a half block ranges.
+	// CompactionInterval is how often retention is applied and merges
+	// planned. The head is written to a block as soon as it spans one and
+	// a half block ranges (head.Compactable), and also checked then.
 	CompactionInterval time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -181,14 +181,19 @@ func (db *DB) run() {
 	}
 	t := time.NewTicker(db.opts.CompactionInterval)
 	defer t.Stop()
+	compactable := db.Head().Compactable()
 	for {
+		ready := compactable
 		if err := db.Compact(); err != nil {
 			db.logger.Error("compaction failed; the head keeps the data and it is retried", "err", err)
+			// Retry at the next tick, not at every commit.
+			ready = nil
 		}
 		select {
 		case <-db.stop:
 			return
 		case <-t.C:
+		case <-ready:
 		}
 	}
 }

@@ -410,3 +410,18 @@ func TestMergeBlocks(t *testing.T) {
 	}
 	assertSame(t, readAll(t, db, math.MinInt64, math.MaxInt64), want)
 }
+
+// TestCompactsWhenHeadIsFull checks that the store writes a block as soon
+// as the head spans one and a half ranges, not only at its tick.
+func TestCompactsWhenHeadIsFull(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), func(o *Options) { o.CompactionInterval = time.Hour })
+	defer db.Close()
+	writeData(t, db, 0, 2*testRange, 2*testRange, map[string][]string{})
+	deadline := time.Now().Add(30 * time.Second)
+	for len(db.Blocks()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no block written within 30s of the head spanning two ranges")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -391,6 +391,7 @@ func (a *appender) Commit() error {
 	}
 	if appended > 0 {
 		h.widenTimes(a.mint, a.maxt)
+		h.checkCompactable()
 	}
 	h.stats.samplesAppended.Add(appended)
 	if dropped > 0 {

@@ -116,6 +116,9 @@ type Head struct {
 	mint, maxt atomic.Int64
 	// appenderGens counts the appenders in flight, for Truncate.
 	appenderGens appenderGens
+	// compactable gets a value when a commit leaves the head spanning more
+	// than one and a half block ranges; see Compactable.
+	compactable chan struct{}
 	// readers tracks who reads chunk bytes, for the arena to know when a
 	// block it empties can be freed.
 	readers readers
@@ -192,6 +195,7 @@ func Open(opts Options) (*Head, error) {
 	}
 	h.minValidTime.Store(math.MinInt64)
 	h.appendFloor.Store(math.MinInt64)
+	h.compactable = make(chan struct{}, 1)
 	h.mint.Store(math.MaxInt64)
 	h.maxt.Store(math.MinInt64)
 	if err := h.replay(); err != nil {
@@ -342,5 +346,23 @@ func (h *Head) FreezeBefore(t int64) {
 // raise sets v to t if t is larger.
 func raise(v *atomic.Int64, t int64) {
 	for cur := v.Load(); t > cur && !v.CompareAndSwap(cur, t); cur = v.Load() {
+	}
+}
+
+// Compactable returns a channel that gets a value when the head has come
+// to span more than one and a half block ranges, so that the store
+// compacts as soon as there is a range to write rather than at its next
+// tick: data written faster than real time (a backfill, a benchmark)
+// would otherwise pile up in memory between ticks.
+func (h *Head) Compactable() <-chan struct{} { return h.compactable }
+
+// checkCompactable signals Compactable if the head spans more than one
+// and a half block ranges.
+func (h *Head) checkCompactable() {
+	if r := h.opts.BlockRange; r > 0 && h.maxt.Load()-h.mint.Load() > r/2*3 {
+		select {
+		case h.compactable <- struct{}{}:
+		default:
+		}
 	}
 }
