@@ -298,6 +298,27 @@ func TestEndToEndCrashRecovery(t *testing.T) {
 		t.Fatal("answers changed after clean restart")
 	}
 
+	// The head's cardinality, in Prometheus' shape.
+	code, body = s.get("/api/v1/status/tsdb", url.Values{"limit": {"1"}})
+	var status struct {
+		Data struct {
+			HeadStats struct {
+				NumSeries int `json:"numSeries"`
+			} `json:"headStats"`
+			SeriesCountByMetricName []struct {
+				Name  string `json:"name"`
+				Value int    `json:"value"`
+			} `json:"seriesCountByMetricName"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &status); code != http.StatusOK || err != nil {
+		t.Fatalf("/api/v1/status/tsdb: %d %s (%v)", code, body, err)
+	}
+	if st := status.Data; st.HeadStats.NumSeries != e2eSeries+4 || len(st.SeriesCountByMetricName) != 1 ||
+		st.SeriesCountByMetricName[0].Name != "http_requests_total" || st.SeriesCountByMetricName[0].Value != e2eSeries {
+		t.Errorf("/api/v1/status/tsdb: %s", body)
+	}
+
 	// The blocks, listed while the server runs.
 	out, err := exec.Command(s.bin, "tsdb", "list", "--data-dir", s.dir, "--human=false").CombinedOutput()
 	if err != nil {

@@ -50,6 +50,9 @@ type Options struct {
 	// Exemplars answers /api/v1/query_exemplars; nil answers it with no
 	// exemplars.
 	Exemplars storage.ExemplarQueryable
+	// TSDBStatus answers /api/v1/status/tsdb; nil answers it with empty
+	// statistics.
+	TSDBStatus TSDBStatusSource
 	// Version is reported by /api/v1/status/buildinfo. Grafana reads it
 	// to decide which Prometheus features it may use.
 	Version string
@@ -74,6 +77,7 @@ type API struct {
 	lookbackDelta time.Duration
 	metadata      MetadataSource
 	exemplars     storage.ExemplarQueryable
+	tsdbStatus    TSDBStatusSource
 	buildInfo     buildInfo
 }
 
@@ -89,6 +93,7 @@ func New(opts Options) *API {
 		lookbackDelta: opts.LookbackDelta,
 		metadata:      opts.Metadata,
 		exemplars:     opts.Exemplars,
+		tsdbStatus:    opts.TSDBStatus,
 		buildInfo:     newBuildInfo(opts.Version),
 	}
 	if a.parser == nil {
@@ -119,6 +124,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		// and match[] lists are short enough for a URL.
 		{getOnly, "/api/v1/label/{name}/values", a.labelValues},
 		{getOnly, "/api/v1/status/buildinfo", a.serveBuildInfo},
+		{getOnly, "/api/v1/status/tsdb", a.serveTSDBStatus},
 		{getOnly, "/api/v1/metadata", a.metricMetadata},
 		{getPost, "/api/v1/query_exemplars", a.queryExemplars},
 	} {

@@ -362,6 +362,15 @@ func goldenCases() []goldenCase {
 		// Build info.
 		{name: "buildinfo", path: "/api/v1/status/buildinfo", status: 200},
 
+		// TSDB status.
+		{name: "tsdb_status", path: "/api/v1/status/tsdb", opts: withTSDBStatus, status: 200},
+		{name: "tsdb_status_limit", path: "/api/v1/status/tsdb", query: q("limit", "1"), opts: withTSDBStatus, status: 200},
+		{name: "tsdb_status_no_source", path: "/api/v1/status/tsdb", status: 200},
+		{name: "tsdb_status_zero_limit", path: "/api/v1/status/tsdb", query: q("limit", "0"), opts: withTSDBStatus, status: 400},
+		{name: "tsdb_status_bad_limit", path: "/api/v1/status/tsdb", query: q("limit", "abc"), opts: withTSDBStatus, status: 400},
+		{name: "tsdb_status_huge_limit", path: "/api/v1/status/tsdb", query: q("limit", "10001"), opts: withTSDBStatus, status: 400},
+		{name: "tsdb_status_post_not_allowed", method: "POST", path: "/api/v1/status/tsdb", opts: withTSDBStatus, status: 405},
+
 		// Methods and paths Prometheus does not serve.
 		{name: "query_method_not_allowed", method: "DELETE", path: "/api/v1/query", status: 405},
 		{name: "query_range_method_not_allowed", method: "PUT", path: "/api/v1/query_range", status: 405},

@@ -6,6 +6,7 @@ package head
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math"
 	"runtime"
@@ -162,7 +163,8 @@ type Stats struct {
 	ReplayedRecords uint64
 	Chunks          int64 // closed chunks
 	ChunkBytes      int64 // memory of the arena holding closed chunks
-	MinValidTime    int64 // the oldest time the head holds; older data went to blocks
+	// MinTime and MaxTime bound the head's samples, 0 while it has none.
+	MinTime, MaxTime int64
 }
 
 // Open replays the WAL in opts.WALDir into a new head and opens the WAL for
@@ -247,7 +249,7 @@ func (h *Head) maybeCheckpoint() {
 
 // Stats returns the head's counters.
 func (h *Head) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Series:          h.stats.series.Load(),
 		SamplesAppended: h.stats.samplesAppended.Load(),
 		SamplesRejected: h.stats.samplesRejected.Load(),
@@ -258,8 +260,11 @@ func (h *Head) Stats() Stats {
 		WALBytesWritten: h.wal.BytesWritten(),
 		Chunks:          h.arena.liveChunks(),
 		ChunkBytes:      h.arena.mappedBytes(),
-		MinValidTime:    h.minValidTime.Load(),
 	}
+	if mint, maxt := h.MinTime(), h.MaxTime(); mint <= maxt {
+		st.MinTime, st.MaxTime = mint, maxt
+	}
+	return st
 }
 
 // getOrCreate returns the series with labels lset, creating it if needed.
@@ -366,3 +371,22 @@ func (h *Head) checkCompactable() {
 		}
 	}
 }
+
+// SeriesLabels yields the labels of every series in the head, in no
+// order. Series created or removed meanwhile may or may not be yielded.
+func (h *Head) SeriesLabels() iter.Seq[labels.Labels] {
+	return func(yield func(labels.Labels) bool) {
+		var series []*memSeries
+		for i := range h.series.byRef {
+			series = h.series.collect(i, series[:0])
+			for _, s := range series {
+				if !yield(s.lset) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// LabelPairs returns the number of distinct label pairs in the head.
+func (h *Head) LabelPairs() int { return h.index.Stats().LabelPairs }

@@ -70,8 +70,12 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 		}, stat(func(s head.Stats) float64 { return float64(s.ChunkBytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_min_time_seconds",
-			Help: "Oldest time the in-memory head holds; older data is in blocks.",
-		}, stat(func(s head.Stats) float64 { return float64(s.MinValidTime) / 1000 })),
+			Help: "Oldest sample time the in-memory head may hold (older data is in blocks); 0 while it is empty.",
+		}, stat(func(s head.Stats) float64 { return float64(s.MinTime) / 1000 })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_head_max_time_seconds",
+			Help: "Newest sample time in the in-memory head; 0 while it is empty.",
+		}, stat(func(s head.Stats) float64 { return float64(s.MaxTime) / 1000 })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_blocks_loaded",
 			Help: "Blocks on disk the store reads.",

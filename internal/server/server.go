@@ -144,6 +144,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		LookbackDelta: cfg.LookbackDelta,
 		Metadata:      store,
 		Exemplars:     store,
+		TSDBStatus:    tsdbStatus{store},
 		Version:       cfg.Version,
 	}).Register(apiMux)
 	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))
