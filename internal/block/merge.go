@@ -1,6 +1,7 @@
 package block
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -23,7 +24,7 @@ func Merge(ctx context.Context, parent string, blocks []*Block) (Meta, error) {
 		return Meta{}, fmt.Errorf("merge needs at least two blocks, got %d", len(blocks))
 	}
 	blocks = slices.Clone(blocks)
-	slices.SortFunc(blocks, func(a, b *Block) int { return compareInt64(a.meta.MinTime, b.meta.MinTime) })
+	slices.SortFunc(blocks, func(a, b *Block) int { return cmp.Compare(a.meta.MinTime, b.meta.MinTime) })
 	opts := WriterOptions{MinTime: blocks[0].meta.MinTime, MaxTime: blocks[len(blocks)-1].meta.MaxTime}
 	for i, b := range blocks {
 		if i > 0 && b.meta.MinTime <= blocks[i-1].meta.MaxTime {
@@ -129,14 +130,4 @@ func (c *seriesCursor) appendChunks(dst []chunkenc.Meta) ([]chunkenc.Meta, error
 		dst = append(dst, chunkenc.Meta{Data: data, MinT: m.MinT, MaxT: m.MaxT, Enc: enc})
 	}
 	return dst, nil
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

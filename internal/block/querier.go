@@ -2,7 +2,6 @@ package block
 
 import (
 	"context"
-	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // Querier returns a querier over the block's samples in [mint, maxt]. It
@@ -63,7 +63,7 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectH
 func (q *querier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	if len(ms) == 0 {
 		vals, err := q.b.index.LabelValues(name)
-		return applyLimit(vals, hints), nil, err
+		return storage.LimitValues(vals, hints), nil, err
 	}
 	seen := map[string]struct{}{}
 	err := q.forEachLabels(ctx, ms, func(lset labels.Labels) {
@@ -71,7 +71,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 			seen[v] = struct{}{}
 		}
 	})
-	return applyLimit(sortedKeys(seen), hints), nil, err
+	return storage.LimitValues(storage.SortedSet(seen), hints), nil, err
 }
 
 // LabelNames returns the sorted label names, of the series that match ms
@@ -79,13 +79,13 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	if len(ms) == 0 {
 		names, err := q.b.index.LabelNames()
-		return applyLimit(names, hints), nil, err
+		return storage.LimitValues(names, hints), nil, err
 	}
 	seen := map[string]struct{}{}
 	err := q.forEachLabels(ctx, ms, func(lset labels.Labels) {
 		lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
 	})
-	return applyLimit(sortedKeys(seen), hints), nil, err
+	return storage.LimitValues(storage.SortedSet(seen), hints), nil, err
 }
 
 // forEachLabels calls fn with the labels of each series matching ms.
@@ -106,22 +106,6 @@ func (q *querier) forEachLabels(ctx context.Context, ms []*labels.Matcher, fn fu
 		fn(lset)
 	}
 	return p.Err()
-}
-
-func sortedKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func applyLimit(vals []string, hints *promstorage.LabelHints) []string {
-	if hints != nil && hints.Limit > 0 && len(vals) > hints.Limit {
-		return vals[:hints.Limit]
-	}
-	return vals
 }
 
 // seriesSet reads the series of postings p, skipping those without a

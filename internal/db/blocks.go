@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -103,20 +104,10 @@ func sortBlocks(blocks []*block.Block) {
 	slices.SortFunc(blocks, func(a, b *block.Block) int {
 		am, bm := a.Meta(), b.Meta()
 		if am.MinTime != bm.MinTime {
-			return compare(am.MinTime, bm.MinTime)
+			return cmp.Compare(am.MinTime, bm.MinTime)
 		}
 		return am.ULID.Compare(bm.ULID)
 	})
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // deleteBlockDir removes a closed block's directory: renamed to its .tmp

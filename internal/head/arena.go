@@ -1,6 +1,7 @@
 package head
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"unsafe"
@@ -78,7 +79,7 @@ func (a *chunkArena) newBlock() {
 	mem := mapBlock(chunkArenaBlock)
 	blk := &arenaBlock{mem: mem, base: uintptr(unsafe.Pointer(unsafe.SliceData(mem)))}
 	i, _ := slices.BinarySearchFunc(a.blocks, blk.base, func(b *arenaBlock, base uintptr) int {
-		return compareUintptr(b.base, base)
+		return cmp.Compare(b.base, base)
 	})
 	a.blocks = slices.Insert(a.blocks, i, blk)
 	a.mapped += int64(cap(mem))
@@ -86,16 +87,6 @@ func (a *chunkArena) newBlock() {
 		a.unmap(old)
 	}
 	a.cur = blk
-}
-
-func compareUintptr(a, b uintptr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // release counts down the live chunks of the block holding data, a slice
@@ -111,7 +102,7 @@ func (a *chunkArena) release(data []byte) int64 {
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 	i, found := slices.BinarySearchFunc(a.blocks, p, func(b *arenaBlock, p uintptr) int {
-		return compareUintptr(b.base, p)
+		return cmp.Compare(b.base, p)
 	})
 	if !found {
 		i--

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/util/annotations"
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // Querier returns a querier over the samples in [mint, maxt]. It implements
@@ -95,9 +96,9 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 				seen[v] = struct{}{}
 			}
 		}
-		vals = sortedKeys(seen)
+		vals = storage.SortedSet(seen)
 	}
-	return applyLimit(vals, hints), nil, nil
+	return storage.LimitValues(vals, hints), nil, nil
 }
 
 // LabelNames returns the sorted label names, of the series that match ms if
@@ -118,9 +119,9 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 			}
 			s.lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
 		}
-		names = sortedKeys(seen)
+		names = storage.SortedSet(seen)
 	}
-	return applyLimit(names, hints), nil, nil
+	return storage.LimitValues(names, hints), nil, nil
 }
 
 func (q *querier) Close() error {
@@ -129,22 +130,6 @@ func (q *querier) Close() error {
 		q.head.releaseReader(q.reader)
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func applyLimit(vals []string, hints *promstorage.LabelHints) []string {
-	if hints != nil && hints.Limit > 0 && len(vals) > hints.Limit {
-		return vals[:hints.Limit]
-	}
-	return vals
 }
 
 // seriesSet walks the matched series, skipping those with no sample in

@@ -10,11 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
 )
 
 // SeriesRef identifies a series in the head. It is assigned once, when the
@@ -121,3 +123,23 @@ var (
 	// ErrNotReady: the store is still replaying its WAL or is closing.
 	ErrNotReady = errors.New("storage not ready")
 )
+
+// SortedSet returns the strings of set, sorted: the answer of a label
+// name or value query that had to look at series.
+func SortedSet(set map[string]struct{}) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LimitValues cuts the sorted answer of a label name or value query to
+// hints.Limit, if set.
+func LimitValues(vals []string, hints *promstorage.LabelHints) []string {
+	if hints != nil && hints.Limit > 0 && len(vals) > hints.Limit {
+		return vals[:hints.Limit]
+	}
+	return vals
+}
