@@ -46,7 +46,14 @@ func TestWriteRead(t *testing.T) {
 	if meta.Stats.Series != nseries || meta.Stats.Chunks != 4*nseries || meta.Stats.Samples != 100*nseries {
 		t.Errorf("stats %+v", meta.Stats)
 	}
-	b, err := Open(LocalFiles(filepath.Join(dir, meta.ULID.String())))
+	bdir := filepath.Join(dir, meta.ULID.String())
+	for name, fs := range map[string]Files{"mapped": LocalFiles(bdir), "pread": StreamFiles(bdir)} {
+		t.Run(name, func(t *testing.T) { readBack(t, fs, nseries) })
+	}
+}
+
+func readBack(t *testing.T, fs Files, nseries int) {
+	b, err := Open(fs)
 	if err != nil {
 		t.Fatal(err)
 	}

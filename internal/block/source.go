@@ -51,7 +51,9 @@ func readRange(src Source, off, n int64) ([]byte, error) {
 }
 
 // LocalFiles reads a block from the local directory it names, mapping
-// its files into memory.
+// its files into memory: reads are slices of the mapping, without copies.
+// The pages a query touches count in the process' resident memory until
+// the block is closed (the kernel may drop them under pressure).
 type LocalFiles string
 
 func (d LocalFiles) Open(name string) (Source, error) {
@@ -124,3 +126,33 @@ func (m *mappedFile) Close() error {
 	m.b = nil
 	return err
 }
+
+// StreamFiles reads a block from the local directory it names with
+// pread(2), copying what it reads: for reading a whole block once, as a
+// merge does, where mapping would make every page of the block count in
+// the process' resident memory while the pages stay in the kernel's page
+// cache anyway.
+type StreamFiles string
+
+func (d StreamFiles) Open(name string) (Source, error) {
+	f, err := os.Open(filepath.Join(string(d), filepath.FromSlash(name)))
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &fileSource{File: f, size: st.Size()}, nil
+}
+
+func (d StreamFiles) List(dir string) ([]string, error) { return LocalFiles(d).List(dir) }
+
+// fileSource is an open file read with ReadAt.
+type fileSource struct {
+	*os.File
+	size int64
+}
+
+func (f *fileSource) Size() int64 { return f.size }

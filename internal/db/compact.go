@@ -69,7 +69,7 @@ func (db *DB) mergeBlocks() error {
 			}
 		}
 		db.mu.RUnlock()
-		meta, err := block.Merge(context.Background(), db.opts.Dir, sources)
+		meta, err := db.merge(sources)
 		if err != nil {
 			return fmt.Errorf("merge %d blocks: %w", len(sources), err)
 		}
@@ -264,4 +264,25 @@ func dirSize(dir string) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// merge writes one block from sources, reading them anew with pread rather
+// than through the mappings queries use: a merge reads every chunk once,
+// and through a mapping all of them would count in resident memory until
+// the sources are closed.
+func (db *DB) merge(sources []*block.Block) (block.Meta, error) {
+	streams := make([]*block.Block, 0, len(sources))
+	defer func() {
+		for _, b := range streams {
+			b.Close()
+		}
+	}()
+	for _, src := range sources {
+		b, err := block.Open(block.StreamFiles(filepath.Join(db.opts.Dir, src.Meta().ULID.String())))
+		if err != nil {
+			return block.Meta{}, err
+		}
+		streams = append(streams, b)
+	}
+	return block.Merge(context.Background(), db.opts.Dir, streams)
 }
