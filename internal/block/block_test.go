@@ -47,7 +47,7 @@ func TestWriteRead(t *testing.T) {
 		t.Errorf("stats %+v", meta.Stats)
 	}
 	bdir := filepath.Join(dir, meta.ULID.String())
-	for name, fs := range map[string]Files{"mapped": LocalFiles(bdir), "pread": StreamFiles(bdir)} {
+	for name, fs := range map[string]Files{"mapped": LocalFiles(bdir), "pread": FSFiles{Dir: bdir}} {
 		t.Run(name, func(t *testing.T) { readBack(t, fs, nseries) })
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // Chunk segment files. See docs/format/chunks.md.
@@ -41,22 +42,23 @@ func splitChunkRef(ref index.ChunkRef) (seq int, off int64) {
 // chunkWriter writes chunks into the segment files of a block's chunks
 // directory, numbered from 1. It is used by one goroutine.
 type chunkWriter struct {
+	fs          vfs.FS
 	dir         string
 	segmentSize int64
 
 	seq  int
-	f    *os.File
+	f    vfs.File
 	bw   *bufio.Writer
 	off  int64 // bytes written to the current segment
 	buf  []byte
 	size int64 // bytes written to all segments
 }
 
-func newChunkWriter(dir string, segmentSize int64) (*chunkWriter, error) {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+func newChunkWriter(fsys vfs.FS, dir string, segmentSize int64) (*chunkWriter, error) {
+	if err := fsys.MkdirAll(dir, 0o777); err != nil {
 		return nil, err
 	}
-	return &chunkWriter{dir: dir, segmentSize: segmentSize}, nil
+	return &chunkWriter{fs: fsys, dir: dir, segmentSize: segmentSize}, nil
 }
 
 // write appends a chunk and returns its reference.
@@ -101,7 +103,7 @@ func (w *chunkWriter) cut() error {
 		return err
 	}
 	w.seq++
-	f, err := os.OpenFile(filepath.Join(w.dir, segmentName(w.seq)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	f, err := w.fs.OpenFile(filepath.Join(w.dir, segmentName(w.seq)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return err
 	}

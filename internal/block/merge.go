@@ -11,21 +11,22 @@ import (
 
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
-// Merge writes one block into directory parent holding every series and
-// chunk of blocks, which must not overlap in time, and returns its meta.
-// The new block covers from the first block's MinTime to the last one's
+// Merge writes one block into directory parent of fsys (nil: the
+// operating system's) holding every series and chunk of blocks, which
+// must not overlap in time, and returns its meta. The new block covers from the first block's MinTime to the last one's
 // MaxTime, its level is one above the highest of theirs, and its sources
 // are all of theirs. Chunks are copied as they are, not decoded. The
 // source blocks are only read: replacing them is the caller's.
-func Merge(ctx context.Context, parent string, blocks []*Block) (Meta, error) {
+func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Meta, error) {
 	if len(blocks) < 2 {
 		return Meta{}, fmt.Errorf("merge needs at least two blocks, got %d", len(blocks))
 	}
 	blocks = slices.Clone(blocks)
 	slices.SortFunc(blocks, func(a, b *Block) int { return cmp.Compare(a.meta.MinTime, b.meta.MinTime) })
-	opts := WriterOptions{MinTime: blocks[0].meta.MinTime, MaxTime: blocks[len(blocks)-1].meta.MaxTime}
+	opts := WriterOptions{MinTime: blocks[0].meta.MinTime, MaxTime: blocks[len(blocks)-1].meta.MaxTime, FS: fsys}
 	for i, b := range blocks {
 		if i > 0 && b.meta.MinTime <= blocks[i-1].meta.MaxTime {
 			return Meta{}, fmt.Errorf("blocks %s and %s overlap", blocks[i-1].meta.ULID, b.meta.ULID)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 const (
@@ -69,12 +71,12 @@ func ReadMeta(fs Files) (Meta, error) {
 }
 
 // writeMeta writes meta.json into dir and fsyncs it.
-func writeMeta(dir string, m Meta) error {
+func writeMeta(fsys vfs.FS, dir string, m Meta) error {
 	b, err := json.MarshalIndent(m, "", "\t")
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, metaFilename), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	f, err := fsys.OpenFile(filepath.Join(dir, metaFilename), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/strata-db/strata/internal/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -127,15 +128,20 @@ func (m *mappedFile) Close() error {
 	return err
 }
 
-// StreamFiles reads a block from the local directory it names with
-// pread(2), copying what it reads: for reading a whole block once, as a
-// merge does, where mapping would make every page of the block count in
-// the process' resident memory while the pages stay in the kernel's page
-// cache anyway.
-type StreamFiles string
+// FSFiles reads a block from directory Dir of file system FS with
+// pread(2) (ReadAt), copying what it reads. On the operating system's
+// file system it suits reading a whole block once, as a merge does, where
+// mapping would make every page of the block count in the process'
+// resident memory although the pages stay in the kernel's page cache
+// anyway; on any other, it is how blocks are read.
+type FSFiles struct {
+	FS  vfs.FS
+	Dir string
+}
 
-func (d StreamFiles) Open(name string) (Source, error) {
-	f, err := os.Open(filepath.Join(string(d), filepath.FromSlash(name)))
+func (d FSFiles) Open(name string) (Source, error) {
+	fsys := vfs.Or(d.FS)
+	f, err := fsys.OpenFile(filepath.Join(d.Dir, filepath.FromSlash(name)), os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -147,11 +153,21 @@ func (d StreamFiles) Open(name string) (Source, error) {
 	return &fileSource{File: f, size: st.Size()}, nil
 }
 
-func (d StreamFiles) List(dir string) ([]string, error) { return LocalFiles(d).List(dir) }
+func (d FSFiles) List(dir string) ([]string, error) {
+	entries, err := vfs.Or(d.FS).ReadDir(filepath.Join(d.Dir, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
 
 // fileSource is an open file read with ReadAt.
 type fileSource struct {
-	*os.File
+	vfs.File
 	size int64
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // tmpSuffix marks a block directory being written. Open of a data
@@ -33,6 +33,9 @@ type WriterOptions struct {
 	// SegmentSize is the size at which chunk segment files are cut; 0
 	// means DefaultSegmentSize.
 	SegmentSize int64
+	// FS is where the block is written; nil means the operating
+	// system's.
+	FS vfs.FS
 }
 
 // Writer writes one block into a directory: AddSeries for each series, in
@@ -46,8 +49,9 @@ type Writer struct {
 	meta   Meta
 	tmp    string
 
+	fs        vfs.FS
 	chunks    *chunkWriter
-	indexFile *os.File
+	indexFile vfs.File
 	indexBuf  *bufio.Writer
 	index     *index.Writer
 
@@ -74,6 +78,7 @@ func NewWriter(parent string, opts WriterOptions) (*Writer, error) {
 	}
 	w := &Writer{
 		opts:   opts,
+		fs:     vfs.Or(opts.FS),
 		parent: parent,
 		tmp:    filepath.Join(parent, id.String()+tmpSuffix),
 		meta: Meta{
@@ -84,14 +89,14 @@ func NewWriter(parent string, opts WriterOptions) (*Writer, error) {
 	if len(w.meta.Sources) == 0 {
 		w.meta.Sources = []ulid.ULID{id}
 	}
-	if err := os.MkdirAll(w.tmp, 0o777); err != nil {
+	if err := w.fs.MkdirAll(w.tmp, 0o777); err != nil {
 		return nil, err
 	}
-	if w.chunks, err = newChunkWriter(filepath.Join(w.tmp, chunksDirname), opts.SegmentSize); err != nil {
+	if w.chunks, err = newChunkWriter(w.fs, filepath.Join(w.tmp, chunksDirname), opts.SegmentSize); err != nil {
 		w.Abort()
 		return nil, err
 	}
-	if w.indexFile, err = os.OpenFile(filepath.Join(w.tmp, indexFilename), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666); err != nil {
+	if w.indexFile, err = w.fs.OpenFile(filepath.Join(w.tmp, indexFilename), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666); err != nil {
 		w.Abort()
 		return nil, err
 	}
@@ -192,17 +197,20 @@ func (w *Writer) Finish() (Meta, error) {
 	}
 	w.indexFile = nil
 	if err == nil {
-		err = writeMeta(w.tmp, w.meta)
+		err = writeMeta(w.fs, w.tmp, w.meta)
 	}
 	if err == nil {
-		err = syncDirs(filepath.Join(w.tmp, chunksDirname), w.tmp)
+		err = vfs.SyncDir(w.fs, filepath.Join(w.tmp, chunksDirname))
+	}
+	if err == nil {
+		err = vfs.SyncDir(w.fs, w.tmp)
 	}
 	dir := filepath.Join(w.parent, w.meta.ULID.String())
 	if err == nil {
-		err = os.Rename(w.tmp, dir)
+		err = w.fs.Rename(w.tmp, dir)
 	}
 	if err == nil {
-		err = syncDirs(w.parent)
+		err = vfs.SyncDir(w.fs, w.parent)
 	}
 	if err != nil {
 		w.Abort()
@@ -220,19 +228,5 @@ func (w *Writer) Abort() {
 		w.indexFile.Close()
 		w.indexFile = nil
 	}
-	os.RemoveAll(w.tmp)
-}
-
-// syncDirs fsyncs directories, making the files created in them durable.
-func syncDirs(dirs ...string) error {
-	var errs []error
-	for _, dir := range dirs {
-		d, err := os.Open(dir)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, d.Sync(), d.Close())
-	}
-	return errors.Join(errs...)
+	w.fs.RemoveAll(w.tmp)
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/strata-db/strata/internal/block"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // tmpSuffix marks a block directory being written or deleted.
@@ -21,8 +20,9 @@ const tmpSuffix = ".tmp"
 
 // loadBlocks removes what a crash left half-written or half-deleted in
 // dir and opens its blocks, oldest first.
-func loadBlocks(dir string, logger *slog.Logger) ([]*block.Block, error) {
-	entries, err := os.ReadDir(dir)
+func (db *DB) loadBlocks() ([]*block.Block, error) {
+	dir, logger := db.opts.Dir, db.logger
+	entries, err := db.fs.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -40,7 +40,7 @@ func loadBlocks(dir string, logger *slog.Logger) ([]*block.Block, error) {
 				continue
 			}
 			logger.Info("removing block left incomplete by a crash", "dir", name)
-			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			if err := db.fs.RemoveAll(filepath.Join(dir, name)); err != nil {
 				closeBlocks(blocks)
 				return nil, err
 			}
@@ -49,14 +49,14 @@ func loadBlocks(dir string, logger *slog.Logger) ([]*block.Block, error) {
 		if _, err := ulid.ParseStrict(name); err != nil {
 			continue
 		}
-		b, err := block.Open(block.LocalFiles(filepath.Join(dir, name)))
+		b, err := block.Open(db.blockFiles(name))
 		if err != nil {
 			closeBlocks(blocks)
 			return nil, fmt.Errorf("open block %s: %w", name, err)
 		}
 		blocks = append(blocks, b)
 	}
-	blocks, err = dropMerged(dir, blocks, logger)
+	blocks, err = db.dropMerged(blocks)
 	if err != nil {
 		closeBlocks(blocks)
 		return nil, err
@@ -68,7 +68,7 @@ func loadBlocks(dir string, logger *slog.Logger) ([]*block.Block, error) {
 // dropMerged closes and deletes the blocks whose samples another block
 // holds: a crash after a merged block was written and before its sources
 // were deleted leaves both.
-func dropMerged(dir string, blocks []*block.Block, logger *slog.Logger) ([]*block.Block, error) {
+func (db *DB) dropMerged(blocks []*block.Block) ([]*block.Block, error) {
 	var kept []*block.Block
 	for _, b := range blocks {
 		m := b.Meta()
@@ -76,11 +76,11 @@ func dropMerged(dir string, blocks []*block.Block, logger *slog.Logger) ([]*bloc
 			kept = append(kept, b)
 			continue
 		}
-		logger.Info("removing block already merged into another", "ulid", m.ULID)
+		db.logger.Info("removing block already merged into another", "ulid", m.ULID)
 		if err := b.Close(); err != nil {
 			return nil, err
 		}
-		if err := deleteBlockDir(dir, m.ULID); err != nil {
+		if err := db.deleteBlockDir(m.ULID); err != nil {
 			return nil, err
 		}
 	}
@@ -113,23 +113,24 @@ func sortBlocks(blocks []*block.Block) {
 // deleteBlockDir removes a closed block's directory: renamed to its .tmp
 // name first, so that a crash half-way leaves a directory loadBlocks
 // removes rather than a damaged block it fails to open.
-func deleteBlockDir(dir string, id ulid.ULID) error {
-	path := filepath.Join(dir, id.String())
+func (db *DB) deleteBlockDir(id ulid.ULID) error {
+	path := filepath.Join(db.opts.Dir, id.String())
 	tmp := path + tmpSuffix
-	if err := os.Rename(path, tmp); err != nil {
+	if err := db.fs.Rename(path, tmp); err != nil {
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := vfs.SyncDir(db.fs, db.opts.Dir); err != nil {
 		return err
 	}
-	return os.RemoveAll(tmp)
+	return db.fs.RemoveAll(tmp)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// blockFiles returns the files of block name, mapped into memory on the
+// operating system's file system.
+func (db *DB) blockFiles(name string) block.Files {
+	dir := filepath.Join(db.opts.Dir, name)
+	if _, ok := db.fs.(vfs.OS); ok {
+		return block.LocalFiles(dir)
 	}
-	defer d.Close()
-	return d.Sync()
+	return block.FSFiles{FS: db.fs, Dir: dir}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-db/strata/internal/block"
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/head"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // Compact writes the head's oldest block ranges to blocks while the head
@@ -73,7 +74,7 @@ func (db *DB) mergeBlocks() error {
 		if err != nil {
 			return fmt.Errorf("merge %d blocks: %w", len(sources), err)
 		}
-		b, err := block.Open(block.LocalFiles(filepath.Join(db.opts.Dir, meta.ULID.String())))
+		b, err := block.Open(db.blockFiles(meta.ULID.String()))
 		if err != nil {
 			return fmt.Errorf("open merged block %s: %w", meta.ULID, err)
 		}
@@ -88,7 +89,7 @@ func (db *DB) mergeBlocks() error {
 			if err := src.Close(); err != nil {
 				db.logger.Warn("closing merged block", "ulid", id, "err", err)
 			}
-			if err := deleteBlockDir(db.opts.Dir, id); err != nil {
+			if err := db.deleteBlockDir(id); err != nil {
 				return fmt.Errorf("delete merged block %s: %w", id, err)
 			}
 		}
@@ -136,7 +137,7 @@ func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 	// From here on no sample joins the range; the head goes on serving
 	// it until the block is in the list.
 	h.FreezeBefore(hi + 1)
-	w, err := block.NewWriter(db.opts.Dir, block.WriterOptions{MinTime: lo, MaxTime: hi})
+	w, err := block.NewWriter(db.opts.Dir, block.WriterOptions{MinTime: lo, MaxTime: hi, FS: db.fs})
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 		return err
 	}
 	if meta.Stats.Series > 0 {
-		b, err := block.Open(block.LocalFiles(filepath.Join(db.opts.Dir, meta.ULID.String())))
+		b, err := block.Open(db.blockFiles(meta.ULID.String()))
 		if err != nil {
 			return fmt.Errorf("open new block %s: %w", meta.ULID, err)
 		}
@@ -200,7 +201,7 @@ func (db *DB) applyRetention(h *head.Head) error {
 		}
 	}
 	if limit := db.opts.RetentionSize; limit > 0 {
-		total, err := dirSize(filepath.Join(db.opts.Dir, "wal"))
+		total, err := dirSize(db.fs, filepath.Join(db.opts.Dir, "wal"))
 		if err != nil {
 			return fmt.Errorf("size of WAL: %w", err)
 		}
@@ -232,7 +233,7 @@ func (db *DB) applyRetention(h *head.Head) error {
 		m := b.Meta()
 		// Close waits for the queries still reading the block.
 		errs = append(errs, b.Close())
-		if err := deleteBlockDir(db.opts.Dir, m.ULID); err != nil {
+		if err := db.deleteBlockDir(m.ULID); err != nil {
 			errs = append(errs, fmt.Errorf("delete block %s: %w", m.ULID, err))
 			continue
 		}
@@ -244,26 +245,35 @@ func (db *DB) applyRetention(h *head.Head) error {
 }
 
 // dirSize returns the bytes of the files below dir.
-func dirSize(dir string) (int64, error) {
+func dirSize(fsys vfs.FS, dir string) (int64, error) {
+	entries, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
 	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			sub, err := dirSize(fsys, path)
+			if err != nil {
+				return 0, err
 			}
-			return err
+			n += sub
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a WAL segment deleted meanwhile
+		}
+		if err != nil {
+			return 0, err
 		}
 		n += info.Size()
-		return nil
-	})
-	return n, err
+	}
+	return n, nil
 }
 
 // merge writes one block from sources, reading them anew with pread rather
@@ -278,11 +288,11 @@ func (db *DB) merge(sources []*block.Block) (block.Meta, error) {
 		}
 	}()
 	for _, src := range sources {
-		b, err := block.Open(block.StreamFiles(filepath.Join(db.opts.Dir, src.Meta().ULID.String())))
+		b, err := block.Open(block.FSFiles{FS: db.fs, Dir: filepath.Join(db.opts.Dir, src.Meta().ULID.String())})
 		if err != nil {
 			return block.Meta{}, err
 		}
 		streams = append(streams, b)
 	}
-	return block.Merge(context.Background(), db.opts.Dir, streams)
+	return block.Merge(context.Background(), db.opts.Dir, db.fs, streams)
 }

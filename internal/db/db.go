@@ -39,6 +39,7 @@ import (
 	"github.com/strata-db/strata/internal/block"
 	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // Options configures a DB.
@@ -61,6 +62,9 @@ type Options struct {
 	// planned. The head is written to a block as soon as it spans one and
 	// a half block ranges (head.Compactable), and also checked then.
 	CompactionInterval time.Duration
+	// FS is the file system of the data directory; nil means the
+	// operating system's. Tests put a crash-simulating one here.
+	FS vfs.FS
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -87,6 +91,7 @@ func DefaultOptions() Options {
 // place, so a reader may keep the slice it read under mu.
 type DB struct {
 	opts   Options
+	fs     vfs.FS
 	logger *slog.Logger
 	ready  chan struct{}
 
@@ -127,7 +132,7 @@ func Open(opts Options) *DB {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db := &DB{opts: opts, logger: logger, ready: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+	db := &DB{opts: opts, fs: vfs.Or(opts.FS), logger: logger, ready: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		h, blocks, err := db.open()
 		db.mu.Lock()
@@ -145,7 +150,7 @@ func Open(opts Options) *DB {
 
 // open loads the blocks and replays the head.
 func (db *DB) open() (*head.Head, []*block.Block, error) {
-	blocks, err := loadBlocks(db.opts.Dir, db.logger)
+	blocks, err := db.loadBlocks()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,6 +158,9 @@ func (db *DB) open() (*head.Head, []*block.Block, error) {
 	hopts.WALDir = filepath.Join(db.opts.Dir, "wal")
 	if hopts.Logger == nil {
 		hopts.Logger = db.logger
+	}
+	if hopts.WAL.FS == nil {
+		hopts.WAL.FS = db.fs
 	}
 	h, err := head.Open(hopts)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // testRange is the block range of the tests, in ms: small, so that a few
@@ -333,7 +334,7 @@ func TestRetention(t *testing.T) {
 		}
 		db.Close()
 		db = openTestDB(t, dir, nil)
-		wal, err := dirSize(filepath.Join(dir, "wal"))
+		wal, err := dirSize(vfs.OS{}, filepath.Join(dir, "wal"))
 		if err != nil {
 			t.Fatal(err)
 		}

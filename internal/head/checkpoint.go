@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/record"
+	"github.com/strata-db/strata/internal/vfs"
 	"github.com/strata-db/strata/internal/wal"
 )
 
@@ -54,7 +54,7 @@ func (h *Head) Checkpoint() error {
 	}
 
 	dir := filepath.Join(h.opts.WALDir, checkpointPrefix+fmt.Sprintf("%08d", n))
-	if _, err := os.Stat(dir); err == nil {
+	if _, err := h.fs().Stat(dir); err == nil {
 		// Nothing was logged since that checkpoint. The head may have
 		// been truncated since, but what the checkpoint holds beyond it
 		// is in blocks, and the store truncates the head again below
@@ -70,7 +70,7 @@ func (h *Head) Checkpoint() error {
 	if err := h.wal.Truncate(n); err != nil {
 		return fmt.Errorf("checkpoint: delete WAL segments below %d: %w", n, err)
 	}
-	if err := removeCheckpointsBefore(h.opts.WALDir, n); err != nil {
+	if err := removeCheckpointsBefore(h.fs(), h.opts.WALDir, n); err != nil {
 		return err
 	}
 	h.checkpointWALBytes.Store(walBytes)
@@ -83,7 +83,7 @@ func (h *Head) Checkpoint() error {
 // directory, and returns the bytes written.
 func (h *Head) writeCheckpoint(dir string) (int64, error) {
 	tmp := dir + checkpointTmp
-	if err := os.RemoveAll(tmp); err != nil {
+	if err := h.fs().RemoveAll(tmp); err != nil {
 		return 0, err
 	}
 	w, err := wal.Open(tmp, wal.Options{SegmentSize: math.MaxInt32, Logger: h.logger, FS: h.opts.WAL.FS})
@@ -157,10 +157,10 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 	if err := w.Close(); err != nil {
 		return 0, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := h.fs().Rename(tmp, dir); err != nil {
 		return 0, err
 	}
-	return written, syncDir(h.opts.WALDir)
+	return written, vfs.SyncDir(h.fs(), h.opts.WALDir)
 }
 
 // checkpointEntry returns the series as a checkpoint holds it.
@@ -182,8 +182,8 @@ func (s *memSeries) checkpointEntry() record.RefChunkSeries {
 // lastCheckpoint returns the newest complete checkpoint in walDir and the
 // segment number it covers up to, or "" and 0 if there is none. It removes
 // temporary checkpoints left by a crash.
-func lastCheckpoint(walDir string) (string, int, error) {
-	entries, err := os.ReadDir(walDir)
+func lastCheckpoint(fsys vfs.FS, walDir string) (string, int, error) {
+	entries, err := fsys.ReadDir(walDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", 0, nil
 	}
@@ -197,7 +197,7 @@ func lastCheckpoint(walDir string) (string, int, error) {
 			continue
 		}
 		if strings.HasSuffix(name, checkpointTmp) {
-			if err := os.RemoveAll(filepath.Join(walDir, name)); err != nil {
+			if err := fsys.RemoveAll(filepath.Join(walDir, name)); err != nil {
 				return "", 0, err
 			}
 			continue
@@ -218,8 +218,8 @@ func lastCheckpoint(walDir string) (string, int, error) {
 
 // removeCheckpointsBefore deletes the checkpoints that cover less than
 // segment n.
-func removeCheckpointsBefore(walDir string, n int) error {
-	entries, err := os.ReadDir(walDir)
+func removeCheckpointsBefore(fsys vfs.FS, walDir string, n int) error {
+	entries, err := fsys.ReadDir(walDir)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func removeCheckpointsBefore(walDir string, n int) error {
 			continue
 		}
 		if m, err := strconv.Atoi(strings.TrimPrefix(name, checkpointPrefix)); err == nil && m < n {
-			if err := os.RemoveAll(filepath.Join(walDir, name)); err != nil {
+			if err := fsys.RemoveAll(filepath.Join(walDir, name)); err != nil {
 				return fmt.Errorf("remove old checkpoint: %w", err)
 			}
 		}
@@ -237,12 +237,5 @@ func removeCheckpointsBefore(walDir string, n int) error {
 	return nil
 }
 
-// syncDir makes a rename or deletion in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// fs returns the file system the head's WAL and checkpoints live in.
+func (h *Head) fs() vfs.FS { return vfs.Or(h.opts.WAL.FS) }

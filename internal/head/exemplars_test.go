@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 func exemplarAt(ts int64, trace string) exemplar.Exemplar {
@@ -118,7 +119,7 @@ func TestExemplars(t *testing.T) {
 		}
 		h.Close()
 	}
-	if cp, _, _ := lastCheckpoint(dir); cp == "" {
+	if cp, _, _ := lastCheckpoint(vfs.OS{}, dir); cp == "" {
 		t.Fatal("no checkpoint was read")
 	}
 }

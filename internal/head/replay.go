@@ -421,7 +421,7 @@ func (h *Head) replay() error {
 	l := newLoader(h, h.opts.ReplayWorkers)
 	var stats [2]wal.ReplayStats
 	err := func() error {
-		cpDir, from, err := lastCheckpoint(h.opts.WALDir)
+		cpDir, from, err := lastCheckpoint(h.fs(), h.opts.WALDir)
 		if err != nil {
 			return fmt.Errorf("find checkpoint: %w", err)
 		}

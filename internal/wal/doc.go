@@ -47,7 +47,7 @@
 // it; the process should restart and replay.
 //
 // All file system access goes through an FS, so tests can inject faults
-// (package walfault).
+// (package faultfs).
 //
 // The format on disk is described in docs/format/wal.md.
 package wal

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/strata-db/strata/internal/vfs/faultfs"
 	"github.com/strata-db/strata/internal/wal"
-	"github.com/strata-db/strata/internal/wal/walfault"
 )
 
 // replayRecords replays dir and returns copies of its records.
@@ -70,7 +70,7 @@ func TestDiskFull(t *testing.T) {
 		for _, policy := range []wal.SyncPolicy{wal.SyncNever, wal.SyncAlways} {
 			t.Run(fmt.Sprintf("partial=%t/sync=%s", partial, policy), func(t *testing.T) {
 				dir := t.TempDir()
-				fsys := walfault.New(nil)
+				fsys := faultfs.New(nil)
 				// Small segments, so that some failing calls need a new one.
 				w, err := wal.Open(dir, wal.Options{SegmentSize: 200, Sync: policy, FS: fsys})
 				if err != nil {
@@ -146,7 +146,7 @@ func TestWriteErrorCutOffFails(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			fsys := walfault.New(nil)
+			fsys := faultfs.New(nil)
 			w, err := wal.Open(dir, wal.Options{FS: fsys})
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +206,7 @@ func TestWriteErrorCutOffFails(t *testing.T) {
 func TestSyncErrorIsSticky(t *testing.T) {
 	for _, policy := range []wal.SyncPolicy{wal.SyncNever, wal.SyncAlways} {
 		t.Run("sync="+policy.String(), func(t *testing.T) {
-			fsys := walfault.New(nil)
+			fsys := faultfs.New(nil)
 			w, err := wal.Open(t.TempDir(), wal.Options{SegmentSize: 100, Sync: policy, FS: fsys})
 			if err != nil {
 				t.Fatal(err)
@@ -276,7 +276,7 @@ func TestReplayRepairFails(t *testing.T) {
 	if err := os.Truncate(path, info.Size()-1); err != nil {
 		t.Fatal(err)
 	}
-	fsys := walfault.New(nil)
+	fsys := faultfs.New(nil)
 	fsys.FailTruncates(syscall.EIO)
 	_, err = wal.Replay(dir, wal.ReplayOptions{FS: fsys}, func([]byte) error { return nil })
 	var cerr *wal.CorruptionError

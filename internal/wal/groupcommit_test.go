@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/internal/vfs"
+	"github.com/strata-db/strata/internal/vfs/faultfs"
 	"github.com/strata-db/strata/internal/wal"
-	"github.com/strata-db/strata/internal/wal/walfault"
 )
 
 // clockFS records, on one logical clock, when each record was written and
@@ -19,7 +20,7 @@ import (
 // fsyncs could have made a record durable. Records must be 8-byte
 // big-endian ids; one Log call writes one record.
 type clockFS struct {
-	wal.FS
+	vfs.FS
 	clock atomic.Int64
 
 	mu      sync.Mutex
@@ -34,11 +35,11 @@ type clockFS struct {
 
 type span struct{ start, end int64 }
 
-func newClockFS(base wal.FS, want int) *clockFS {
+func newClockFS(base vfs.FS, want int) *clockFS {
 	return &clockFS{FS: base, written: map[uint64]int64{}, want: want, allWritten: make(chan struct{})}
 }
 
-func (c *clockFS) OpenFile(name string, flag int, perm fs.FileMode) (wal.File, error) {
+func (c *clockFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	f, err := c.FS.OpenFile(name, flag, perm)
 	if err != nil || flag&os.O_WRONLY == 0 {
 		return f, err // directories are opened read-only
@@ -47,7 +48,7 @@ func (c *clockFS) OpenFile(name string, flag int, perm fs.FileMode) (wal.File, e
 }
 
 type clockFile struct {
-	wal.File
+	vfs.File
 	c *clockFS
 }
 
@@ -116,7 +117,7 @@ func idRecord(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) 
 func TestGroupCommit(t *testing.T) {
 	const loggers = 8
 	dir := t.TempDir()
-	fault := walfault.New(nil)
+	fault := faultfs.New(nil)
 	cfs := newClockFS(fault, loggers)
 	w, err := wal.Open(dir, wal.Options{Sync: wal.SyncAlways, FS: cfs})
 	if err != nil {
@@ -162,7 +163,7 @@ func TestGroupCommit(t *testing.T) {
 func TestGroupCommitStress(t *testing.T) {
 	const loggers, calls = 8, 100
 	dir := t.TempDir()
-	fault := walfault.New(nil)
+	fault := faultfs.New(nil)
 	cfs := newClockFS(fault, loggers*calls)
 	// Segments of 40 records, so that the log moves on several times.
 	w, err := wal.Open(dir, wal.Options{Sync: wal.SyncAlways, FS: cfs, SegmentSize: 40 * (wal.HeaderSize + 8)})
@@ -198,7 +199,7 @@ func TestGroupCommitStress(t *testing.T) {
 // Sync shares the group commit too: with nothing written since the last
 // fsync, it has nothing to do.
 func TestSyncAfterSyncAlwaysLog(t *testing.T) {
-	fault := walfault.New(nil)
+	fault := faultfs.New(nil)
 	w, err := wal.Open(t.TempDir(), wal.Options{Sync: wal.SyncAlways, FS: fault})
 	if err != nil {
 		t.Fatal(err)

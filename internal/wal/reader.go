@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // readBufferSize is the size of the reads Replay issues. 1 MiB makes
@@ -37,7 +39,7 @@ type ReplayOptions struct {
 	Logger *slog.Logger
 	// FS is the file system the log lives in. nil means the operating
 	// system's.
-	FS FS
+	FS vfs.FS
 }
 
 // ReplayStats say what Replay read and repaired.
@@ -78,7 +80,7 @@ func Replay(dir string, opts ReplayOptions, fn func(rec []byte) error) (ReplaySt
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	fsys := orOS(opts.FS)
+	fsys := vfs.Or(opts.FS)
 	segs, err := listSegments(fsys, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return stats, nil
@@ -174,7 +176,7 @@ type readResult struct {
 // read reads segment n of dir and calls fn, if not nil, for each record.
 // If the segment holds a bad record, read cuts the segment off at its
 // start (end), logs a warning and returns the reason as bad.
-func (r *segmentReader) read(fsys FS, dir string, n int, logger *slog.Logger, fn func([]byte) error) (readResult, error) {
+func (r *segmentReader) read(fsys vfs.FS, dir string, n int, logger *slog.Logger, fn func([]byte) error) (readResult, error) {
 	var res readResult
 	path := filepath.Join(dir, segmentName(n))
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
@@ -275,7 +277,7 @@ func (r *segmentReader) scan(f io.Reader, size int64, fn func([]byte) error) (en
 }
 
 // truncate cuts segment n at path down to size bytes and makes that durable.
-func truncate(fsys FS, path string, n int, size int64) error {
+func truncate(fsys vfs.FS, path string, n int, size int64) error {
 	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("truncate WAL segment %d: %w", n, err)

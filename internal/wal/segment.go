@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // segmentName is the file name of segment n: eight digits, zero-padded, so
@@ -41,7 +43,7 @@ type segmentFile struct {
 
 // listSegments returns the segments in dir in log order. A missing dir is
 // returned as an error wrapping fs.ErrNotExist.
-func listSegments(fsys FS, dir string) ([]segmentFile, error) {
+func listSegments(fsys vfs.FS, dir string) ([]segmentFile, error) {
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -70,7 +72,7 @@ func listSegments(fsys FS, dir string) ([]segmentFile, error) {
 // with the file being closed.
 type segment struct {
 	num int
-	f   File
+	f   vfs.File
 
 	// size is the length of the whole records in the file: where the next
 	// write goes, and where the file is cut back to after a failed write.
@@ -83,7 +85,7 @@ type segment struct {
 
 // createSegment creates segment n in dir and fsyncs dir, so that a segment
 // Log has written to cannot vanish with the directory entry in a crash.
-func createSegment(fsys FS, dir string, n int) (*segment, error) {
+func createSegment(fsys vfs.FS, dir string, n int) (*segment, error) {
 	path := filepath.Join(dir, segmentName(n))
 	// O_EXCL: a segment is never created over an existing one, which would
 	// destroy records, for example if two processes share the directory.
@@ -91,7 +93,7 @@ func createSegment(fsys FS, dir string, n int) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create WAL segment %d: %w", n, err)
 	}
-	if err := syncDir(fsys, dir); err != nil {
+	if err := vfs.SyncDir(fsys, dir); err != nil {
 		// Remove the file again so that the next attempt, which uses the
 		// same number, can create it.
 		f.Close()

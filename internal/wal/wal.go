@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // Options configure a WAL.
@@ -24,7 +26,7 @@ type Options struct {
 	Logger *slog.Logger
 	// FS is the file system the log lives in. nil means the operating
 	// system's.
-	FS FS
+	FS vfs.FS
 }
 
 // defaultSegmentSize is 128 MiB. Each rotation costs an fsync of the
@@ -57,7 +59,7 @@ func DefaultOptions() Options {
 type WAL struct {
 	dir          string
 	opts         Options
-	fs           FS
+	fs           vfs.FS
 	logger       *slog.Logger
 	bytesWritten atomic.Int64
 	commit       groupCommit
@@ -97,7 +99,7 @@ func Open(dir string, opts Options) (*WAL, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	fsys := orOS(opts.FS)
+	fsys := vfs.Or(opts.FS)
 	if err := fsys.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("open WAL: %w", err)
 	}
@@ -134,7 +136,7 @@ func (w *WAL) BytesWritten() int64 { return w.bytesWritten.Load() }
 // Segments returns the numbers of the first and last segment on disk, or
 // -1, -1 if there are none.
 func (w *WAL) Segments() (first, last int, err error) {
-	segs, err := listSegments(orOS(w.fs), w.dir)
+	segs, err := listSegments(vfs.Or(w.fs), w.dir)
 	if err != nil {
 		return -1, -1, fmt.Errorf("list WAL segments: %w", err)
 	}
@@ -373,7 +375,7 @@ func (w *WAL) Truncate(before int) error {
 		removed++
 	}
 	if removed > 0 {
-		if serr := syncDir(w.fs, w.dir); serr != nil {
+		if serr := vfs.SyncDir(w.fs, w.dir); serr != nil {
 			err = errors.Join(err, fmt.Errorf("truncate WAL: fsync directory: %w", serr))
 		}
 	}

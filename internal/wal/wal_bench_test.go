@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 var benchSizes = []struct {
@@ -99,12 +101,12 @@ func benchmarkLog(b *testing.B, policy SyncPolicy, conc, size int) {
 
 // syncCountingFS is the OS's file system, counting fsyncs of segments.
 type syncCountingFS struct {
-	OSFS
+	vfs.OS
 	syncs atomic.Int64
 }
 
-func (c *syncCountingFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := c.OSFS.OpenFile(name, flag, perm)
+func (c *syncCountingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := c.OS.OpenFile(name, flag, perm)
 	if err != nil || flag&os.O_WRONLY == 0 {
 		return f, err
 	}
@@ -112,7 +114,7 @@ func (c *syncCountingFS) OpenFile(name string, flag int, perm fs.FileMode) (File
 }
 
 type syncCountingFile struct {
-	File
+	vfs.File
 	syncs *atomic.Int64
 }
 

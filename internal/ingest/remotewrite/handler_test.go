@@ -19,7 +19,7 @@ import (
 
 	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/storage"
-	"github.com/strata-db/strata/internal/wal/walfault"
+	"github.com/strata-db/strata/internal/vfs/faultfs"
 )
 
 func newTestHead(t testing.TB) *head.Head {
@@ -155,7 +155,7 @@ func TestUnsortedLabels(t *testing.T) {
 // with exactly the acknowledged samples surviving a restart.
 func TestDiskFull(t *testing.T) {
 	dir := t.TempDir()
-	faults := walfault.New(nil)
+	faults := faultfs.New(nil)
 	opts := head.DefaultOptions()
 	opts.WALDir = dir
 	opts.Stripes = 16

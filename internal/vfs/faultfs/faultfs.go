@@ -1,15 +1,15 @@
-// Package walfault is a file system for the WAL (a wal.FS) that fails on
-// demand, for tests of package wal and of the packages above it: writes
-// can fail with ENOSPC, fsyncs and truncations with EIO, and a test can
-// count fsyncs and hold them up.
+// Package faultfs is a file system (a vfs.FS) that fails on demand, for
+// tests of the WAL, checkpoints, block writing and compaction: writes can
+// fail with ENOSPC, fsyncs, truncations and renames with EIO, and a test
+// can count fsyncs and hold them up.
 //
-//	fsys := walfault.New(nil)
+//	fsys := faultfs.New(nil)
 //	w, err := wal.Open(dir, wal.Options{FS: fsys})
 //	...
 //	fsys.FailWrites(syscall.ENOSPC) // the disk is full
 //	err = w.Log(rec)                // errors.Is(err, syscall.ENOSPC)
 //	fsys.Heal()                     // space is back
-package walfault
+package faultfs
 
 import (
 	"io/fs"
@@ -17,29 +17,30 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/strata-db/strata/internal/wal"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
-// FS wraps another wal.FS and fails the operations it is told to fail.
+// FS wraps another vfs.FS and fails the operations it is told to fail.
 // Failures apply to every file of the FS, open or opened later, until Heal.
 // Its methods are safe for concurrent use, also with the file operations.
 type FS struct {
-	base  wal.FS // immutable
+	base  vfs.FS // immutable
 	syncs atomic.Int64
 
-	mu       sync.Mutex // guards the fields below
-	writeErr error
-	partial  bool // a failing write writes the first half of its bytes
-	syncErr  error
-	truncErr error
-	syncHook func(name string)
+	mu        sync.Mutex // guards the fields below
+	writeErr  error
+	partial   bool // a failing write writes the first half of its bytes
+	syncErr   error
+	truncErr  error
+	renameErr error
+	syncHook  func(name string)
 }
 
 // New returns an FS that passes everything to base (nil means the
 // operating system's) until told to fail.
-func New(base wal.FS) *FS {
+func New(base vfs.FS) *FS {
 	if base == nil {
-		base = wal.OSFS{}
+		base = vfs.OS{}
 	}
 	return &FS{base: base}
 }
@@ -82,12 +83,21 @@ func (f *FS) FailTruncates(err error) {
 	f.truncErr = err
 }
 
+// FailRenames makes every later Rename fail with err, renaming nothing,
+// as a block or checkpoint is moved into place. A nil err stops rename
+// failures.
+func (f *FS) FailRenames(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.renameErr = err
+}
+
 // Heal stops every failure: later operations pass through to the base FS.
 // A sync hook stays set.
 func (f *FS) Heal() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.writeErr, f.partial, f.syncErr, f.truncErr = nil, false, nil, nil
+	f.writeErr, f.partial, f.syncErr, f.truncErr, f.renameErr = nil, false, nil, nil, nil
 }
 
 // Syncs returns the number of Sync calls made on files and directories of
@@ -109,7 +119,7 @@ func (f *FS) SetSyncHook(hook func(name string)) {
 
 // OpenFile opens a file of the base FS. While writes fail, opening with
 // O_CREATE fails too: creating a file takes space.
-func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (wal.File, error) {
+func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	if flag&os.O_CREATE != 0 {
 		if err := f.failure(&f.writeErr); err != nil {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
@@ -122,9 +132,26 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (wal.File, error)
 	return &faultFile{File: file, fs: f, name: name}, nil
 }
 
-func (f *FS) Remove(name string) error                     { return f.base.Remove(name) }
-func (f *FS) ReadDir(name string) ([]fs.DirEntry, error)   { return f.base.ReadDir(name) }
-func (f *FS) MkdirAll(name string, perm fs.FileMode) error { return f.base.MkdirAll(name, perm) }
+func (f *FS) Remove(name string) error                   { return f.base.Remove(name) }
+func (f *FS) RemoveAll(name string) error                { return f.base.RemoveAll(name) }
+func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) { return f.base.ReadDir(name) }
+func (f *FS) Stat(name string) (fs.FileInfo, error)      { return f.base.Stat(name) }
+
+// MkdirAll fails while writes fail: a directory takes space.
+func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
+	if err := f.failure(&f.writeErr); err != nil {
+		return &fs.PathError{Op: "mkdir", Path: name, Err: err}
+	}
+	return f.base.MkdirAll(name, perm)
+}
+
+// Rename fails while renames fail.
+func (f *FS) Rename(oldname, newname string) error {
+	if err := f.failure(&f.renameErr); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
+	}
+	return f.base.Rename(oldname, newname)
+}
 
 // failure returns the error *p says an operation fails with, if any.
 func (f *FS) failure(p *error) error {
@@ -135,7 +162,7 @@ func (f *FS) failure(p *error) error {
 
 // faultFile is a file of an FS.
 type faultFile struct {
-	wal.File
+	vfs.File
 	fs   *FS
 	name string
 }
@@ -151,6 +178,24 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	if partial {
 		var werr error
 		if n, werr = f.File.WriteAt(p[:len(p)/2], off); werr != nil {
+			return n, werr
+		}
+	}
+	return n, &fs.PathError{Op: "write", Path: f.name, Err: err}
+}
+
+// Write fails as WriteAt does, at the file offset.
+func (f *faultFile) Write(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	err, partial := f.fs.writeErr, f.fs.partial
+	f.fs.mu.Unlock()
+	if err == nil {
+		return f.File.Write(p)
+	}
+	n := 0
+	if partial {
+		var werr error
+		if n, werr = f.File.Write(p[:len(p)/2]); werr != nil {
 			return n, werr
 		}
 	}

@@ -1,4 +1,4 @@
-package walfault
+package faultfs
 
 import (
 	"errors"
