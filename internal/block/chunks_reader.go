@@ -78,7 +78,11 @@ func (r *chunkReader) chunk(ref index.ChunkRef) (chunkenc.Encoding, []byte, erro
 	if crc32.Checksum(encData, castagnoli) != sum {
 		return 0, nil, fmt.Errorf("%w: chunk ref %#x: checksum mismatch", ErrCorrupt, ref)
 	}
-	return chunkenc.Encoding(encData[0]), encData[1 : 1+n : 1+n], nil
+	enc, data := chunkenc.Encoding(encData[0]), encData[1:1+n:1+n]
+	if _, err := chunkenc.FromData(enc, data); err != nil {
+		return 0, nil, fmt.Errorf("%w: chunk ref %#x: %w", ErrCorrupt, ref, err)
+	}
+	return enc, data, nil
 }
 
 func (r *chunkReader) size() int64 {

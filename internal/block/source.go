@@ -62,15 +62,7 @@ func (d LocalFiles) Open(name string) (Source, error) {
 }
 
 func (d LocalFiles) List(dir string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(string(d), filepath.FromSlash(dir)))
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name()
-	}
-	return names, nil
+	return FSFiles{Dir: string(d)}.List(dir)
 }
 
 // mappedFile is a local file mapped read-only into memory. Its bytes stay

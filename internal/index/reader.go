@@ -192,10 +192,6 @@ func (r *Reader) Close() error { return nil }
 // NumSeries returns the number of series.
 func (r *Reader) NumSeries() uint64 { return r.toc.nseries }
 
-// Symbols returns the symbol table: every label name and value, sorted.
-// The caller must not modify it.
-func (r *Reader) Symbols() []string { return r.symbols }
-
 // Series reads series ref: its labels into lset, built with b, and its
 // chunks into chunks, reusing its memory.
 func (r *Reader) Series(ref storage.SeriesRef, b *labels.ScratchBuilder, lset *labels.Labels, chunks *[]ChunkMeta) error {

@@ -36,12 +36,11 @@ var ErrCrashed = errors.New("crashfs: crashed")
 // FS is the file system. It is safe for concurrent use; one lock guards
 // all of it.
 type FS struct {
-	mu        sync.Mutex
-	root      *node
-	ops       int // changes made so far
-	crashAt   int // changes allowed, -1 for no limit
-	crashed   bool
-	syncCount int
+	mu      sync.Mutex
+	root    *node
+	ops     int // changes made so far
+	crashAt int // changes allowed, -1 for no limit
+	crashed bool
 }
 
 // node is a file or a directory.
@@ -73,13 +72,6 @@ func (f *FS) Crashed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.crashed
-}
-
-// Changes returns the number of changes made since New or CrashAfter.
-func (f *FS) Changes() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.ops
 }
 
 // Crash returns a new file system holding what a power loss would have
@@ -398,7 +390,6 @@ func (h *handle) Sync() error {
 	if err := h.fs.change(); err != nil {
 		return err
 	}
-	h.fs.syncCount++
 	if h.n.dir {
 		h.n.syncedChildren = make(map[string]*node, len(h.n.children))
 		for k, v := range h.n.children {
