@@ -43,7 +43,7 @@ func openChunks(fs Files, dir string) (*chunkReader, error) {
 			return nil, err
 		}
 		r.segs = append(r.segs, src)
-		hdr, err := readRange(src, 0, min(chunksHeaderSize, src.Size()))
+		hdr, err := index.ReadAt(src, 0, min(chunksHeaderSize, src.Size()))
 		if err != nil || len(hdr) < chunksHeaderSize || binary.BigEndian.Uint32(hdr) != chunksMagic || hdr[4] != chunksVersion {
 			r.close()
 			return nil, &CorruptionError{Path: p, Reason: "bad header"}
@@ -62,7 +62,7 @@ func (r *chunkReader) chunk(ref index.ChunkRef) (chunkenc.Encoding, []byte, erro
 	if off < chunksHeaderSize || off >= src.Size() {
 		return 0, nil, fmt.Errorf("%w: chunk ref %#x: offset outside segment %d", ErrCorrupt, ref, seq)
 	}
-	hdr, err := readRange(src, off, min(maxChunkHeader, src.Size()-off))
+	hdr, err := index.ReadAt(src, off, min(maxChunkHeader, src.Size()-off))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -70,7 +70,7 @@ func (r *chunkReader) chunk(ref index.ChunkRef) (chunkenc.Encoding, []byte, erro
 	if k <= 0 || n > uint64(src.Size()) || off+int64(k)+1+int64(n)+4 > src.Size() {
 		return 0, nil, fmt.Errorf("%w: chunk ref %#x: bad length", ErrCorrupt, ref)
 	}
-	b, err := readRange(src, off+int64(k), 1+int64(n)+4)
+	b, err := index.ReadAt(src, off+int64(k), 1+int64(n)+4)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -30,27 +30,6 @@ type Files interface {
 	List(dir string) ([]string, error)
 }
 
-// bytesSource is a Source whose whole content is in memory.
-type bytesSource interface {
-	Source
-	Bytes() []byte
-}
-
-// readRange returns n bytes of src at off, sliced if src is in memory.
-func readRange(src Source, off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 || off+n > src.Size() {
-		return nil, fmt.Errorf("%w: range [%d, %d) outside %d bytes", ErrCorrupt, off, off+n, src.Size())
-	}
-	if m, ok := src.(bytesSource); ok {
-		return m.Bytes()[off : off+n : off+n], nil
-	}
-	b := make([]byte, n)
-	if _, err := src.ReadAt(b, off); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
 // LocalFiles reads a block from the local directory it names, mapping
 // its files into memory: reads are slices of the mapping, without copies.
 // The pages a query touches count in the process' resident memory until

@@ -56,14 +56,14 @@ func NewReader(src Source) (*Reader, error) {
 	if size < headerSize+tocSize {
 		return nil, &CorruptionError{Section: "toc", Reason: fmt.Sprintf("file of %d bytes is too short", size)}
 	}
-	hdr, err := readAt(src, 0, headerSize)
+	hdr, err := ReadAt(src, 0, headerSize)
 	if err != nil {
 		return nil, err
 	}
 	if binary.BigEndian.Uint32(hdr) != magic || hdr[4] != version {
 		return nil, &CorruptionError{Section: "header", Reason: "bad magic number or unknown version"}
 	}
-	tb, err := readAt(src, size-tocSize, tocSize)
+	tb, err := ReadAt(src, size-tocSize, tocSize)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func NewReader(src Source) (*Reader, error) {
 	}
 	t := &r.toc
 	section := func(name string, from, to int64, crc uint32) ([]byte, error) {
-		b, err := readAt(src, from, to-from)
+		b, err := ReadAt(src, from, to-from)
 		if err != nil {
 			return nil, err
 		}
@@ -164,8 +164,10 @@ func (t *toc) decode(b []byte, size int64) error {
 	return nil
 }
 
-// readAt returns n bytes of src at off, sliced if src is in memory.
-func readAt(src Source, off, n int64) ([]byte, error) {
+// ReadAt returns n bytes of src at off: a slice of its memory if src has
+// Bytes (a mapped file), a copy otherwise. A range outside src is an error
+// wrapping ErrCorrupt: whoever asks for it read a damaged offset.
+func ReadAt(src Source, off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > src.Size() {
 		return nil, &CorruptionError{Section: "file", Offset: off, Reason: fmt.Sprintf("%d bytes wanted beyond the end", n)}
 	}
@@ -210,7 +212,7 @@ func (r *Reader) Series(ref storage.SeriesRef, b *labels.ScratchBuilder, lset *l
 	if off < r.toc.series || off >= r.toc.offsets {
 		return corrupt("offset outside the series section")
 	}
-	head, err := readAt(r.src, off, min(binary.MaxVarintLen32, r.toc.offsets-off))
+	head, err := ReadAt(r.src, off, min(binary.MaxVarintLen32, r.toc.offsets-off))
 	if err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func (r *Reader) Series(ref storage.SeriesRef, b *labels.ScratchBuilder, lset *l
 	if k <= 0 || n > uint64(r.toc.offsets-off) || off+int64(k)+int64(n)+4 > r.toc.offsets {
 		return corrupt("bad length")
 	}
-	entry, err := readAt(r.src, off+int64(k), int64(n)+4)
+	entry, err := ReadAt(r.src, off+int64(k), int64(n)+4)
 	if err != nil {
 		return err
 	}
@@ -349,7 +351,7 @@ func (r *Reader) postingsAt(off int64) ([]storage.SeriesRef, error) {
 		return &CorruptionError{Section: "postings", Offset: off, Reason: reason}
 	}
 	end := r.toc.labels
-	head, err := readAt(r.src, off, min(binary.MaxVarintLen64, end-off))
+	head, err := ReadAt(r.src, off, min(binary.MaxVarintLen64, end-off))
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +359,7 @@ func (r *Reader) postingsAt(off int64) ([]storage.SeriesRef, error) {
 	if k <= 0 || n > uint64(end-off) || off+int64(k)+int64(n)+4 > end {
 		return nil, corrupt("bad length")
 	}
-	entry, err := readAt(r.src, off+int64(k), int64(n)+4)
+	entry, err := ReadAt(r.src, off+int64(k), int64(n)+4)
 	if err != nil {
 		return nil, err
 	}
