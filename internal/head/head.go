@@ -330,10 +330,8 @@ func (h *Head) MaxTime() int64 { return h.maxt.Load() }
 
 // widenTimes extends the head's time bounds to cover [mint, maxt].
 func (h *Head) widenTimes(mint, maxt int64) {
-	for cur := h.mint.Load(); mint < cur && !h.mint.CompareAndSwap(cur, mint); cur = h.mint.Load() {
-	}
-	for cur := h.maxt.Load(); maxt > cur && !h.maxt.CompareAndSwap(cur, maxt); cur = h.maxt.Load() {
-	}
+	lower(&h.mint, mint)
+	raise(&h.maxt, maxt)
 }
 
 // FreezeBefore makes the head refuse samples older than t from now on
@@ -351,6 +349,12 @@ func (h *Head) FreezeBefore(t int64) {
 // raise sets v to t if t is larger.
 func raise(v *atomic.Int64, t int64) {
 	for cur := v.Load(); t > cur && !v.CompareAndSwap(cur, t); cur = v.Load() {
+	}
+}
+
+// lower sets v to t if t is smaller.
+func lower(v *atomic.Int64, t int64) {
+	for cur := v.Load(); t < cur && !v.CompareAndSwap(cur, t); cur = v.Load() {
 	}
 }
 
