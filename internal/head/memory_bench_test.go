@@ -13,7 +13,10 @@ import (
 
 // BenchmarkSeriesMemory reports the live heap per series of a head holding
 // 100k series of 11 labels (node-exporter-like) with a given number of
-// samples each, the figure behind "bytes per series in memory".
+// samples each, the figure behind "bytes per series in memory". Values
+// are steady (a counter that always grows by one, a few bits a sample)
+// or noisy (gauges of random fractions, about seven bytes a sample, the
+// worst case for the open chunk's buffer).
 //
 //	go test ./internal/head -run NONE -bench BenchmarkSeriesMemory -benchtime=1x -count=6 | tee new.txt
 //	benchstat old.txt new.txt
@@ -25,8 +28,18 @@ func BenchmarkSeriesMemory(b *testing.B) {
 			"cpu", fmt.Sprint(i%16), "env", "prod", "instance", fmt.Sprintf("10.%d.%d.%d:9100", i/65536, i/256%256, i%256),
 			"job", "node", "mode", "idle", "region", "eu-west-1", "team", "infra", "zone", "eu-west-1a", "pod", fmt.Sprintf("pod-%d", i))
 	}
-	for _, samples := range []int{1, 4, 120} {
-		b.Run(fmt.Sprintf("samples=%d", samples), func(b *testing.B) {
+	noisy := func(i, j int) float64 { return float64(uint32((i+1)*(j+7)*2654435761)) / 1000 }
+	steady := func(i, j int) float64 { return float64(i + j) }
+	for _, c := range []struct {
+		values  string
+		samples int
+		v       func(i, j int) float64
+	}{
+		{"steady", 1, steady}, {"steady", 4, steady}, {"steady", 120, steady},
+		{"noisy", 120, noisy}, {"noisy", 240, noisy},
+	} {
+		samples := c.samples
+		b.Run(fmt.Sprintf("values=%s/samples=%d", c.values, samples), func(b *testing.B) {
 			for b.Loop() {
 				opts := DefaultOptions()
 				opts.WALDir = b.TempDir()
@@ -42,7 +55,7 @@ func BenchmarkSeriesMemory(b *testing.B) {
 				for j := range samples {
 					app := h.Appender(context.Background())
 					for i, l := range lsets {
-						if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i + j)}); err != nil {
+						if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: c.v(i, j)}); err != nil {
 							b.Fatal(err)
 						}
 					}
