@@ -50,7 +50,7 @@ func parseFlags(args []string) (config, error) {
 	blockDuration := fs.String("storage.block-duration", model.Duration(sc.BlockDuration).String(), "time range of the blocks the in-memory head is written to; the head holds about one and a half of them (units as Prometheus: ms, s, m, h, d, w, y)")
 	maxBlockDuration := fs.String("storage.max-block-duration", "0", "largest block that smaller ones are merged into; 0: the smaller of 31d and a tenth of --retention.time; the value of --storage.block-duration turns merging off")
 	retentionTime := fs.String("retention.time", model.Duration(sc.RetentionTime).String(), "how long to keep data: blocks whose newest sample is older than the newest data by more than this are deleted; 0 keeps data forever")
-	retentionSize := fs.String("retention.size", "0", "most bytes blocks and WAL may take together (units B, KB, MB, GB, TB, PB, base 2 as in Prometheus); the oldest blocks are deleted above it; 0 for no limit")
+	retentionSize := fs.String("retention.size", "0", "most bytes blocks, WAL and head chunk files may take together (units B, KB, MB, GB, TB, PB, base 2 as in Prometheus); the oldest blocks are deleted above it; 0 for no limit")
 	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
 	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
 	fs.IntVar(&sc.QueryMaxSamples, "query.max-samples", sc.QueryMaxSamples, "most samples a single query may load into memory")

@@ -205,6 +205,7 @@ func (db *DB) applyRetention(h *head.Head) error {
 		if err != nil {
 			return fmt.Errorf("size of WAL: %w", err)
 		}
+		total += h.Stats().ChunkFileBytes
 		for _, b := range blocks {
 			total += b.Meta().Stats.Bytes
 		}

@@ -42,17 +42,22 @@ import (
 	"github.com/strata-db/strata/internal/vfs"
 )
 
+// chunksHeadDir is where the head keeps its closed chunks (Options.Dir).
+const chunksHeadDir = "chunks_head"
+
 // Options configures a DB.
 type Options struct {
-	// Dir is the data directory; the WAL is in Dir/wal.
+	// Dir is the data directory; the WAL is in Dir/wal and, when FS is
+	// nil, the head's closed chunks in Dir/chunks_head.
 	Dir  string
-	Head head.Options // WALDir is set from Dir
+	Head head.Options // WALDir and ChunkDir are set from Dir
 	// RetentionTime is how long blocks are kept: a block is deleted once
 	// its newest sample is older than the newest sample of the store by
 	// more than this. 0 keeps blocks however old.
 	RetentionTime time.Duration
-	// RetentionSize bounds the bytes of blocks and WAL together: the
-	// oldest blocks are deleted while they are over it. 0 means no bound.
+	// RetentionSize bounds the bytes of blocks, WAL and head chunk files
+	// together: the oldest blocks are deleted while they are over it. 0
+	// means no bound.
 	RetentionSize int64
 	// MaxBlockDuration bounds the blocks merged from smaller ones; 0
 	// means the smaller of 31 days and a tenth of RetentionTime. Set to
@@ -156,6 +161,11 @@ func (db *DB) open() (*head.Head, []*block.Block, error) {
 	}
 	hopts := db.opts.Head
 	hopts.WALDir = filepath.Join(db.opts.Dir, "wal")
+	if db.opts.FS == nil {
+		// Mapped files need the operating system's file system; on
+		// another (a test's), chunks stay in memory.
+		hopts.ChunkDir = filepath.Join(db.opts.Dir, chunksHeadDir)
+	}
 	if hopts.Logger == nil {
 		hopts.Logger = db.logger
 	}

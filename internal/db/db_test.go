@@ -148,7 +148,7 @@ func blockDirs(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "wal" {
+		if e.IsDir() && e.Name() != "wal" && e.Name() != chunksHeadDir {
 			out = append(out, e.Name())
 		}
 	}
@@ -338,8 +338,9 @@ func TestRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Room for the WAL and the newest three blocks.
-		limit := wal
+		// Room for the WAL, the head's chunk files and the newest three
+		// blocks.
+		limit := wal + db.Head().Stats().ChunkFileBytes
 		for _, m := range db.Blocks()[6:] {
 			limit += m.Stats.Bytes
 		}

@@ -376,7 +376,7 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: &h.arena}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena}
 	var appended, dropped uint64
 	for i := range a.parts() {
 		n, d := a.batches[i].apply(m)

@@ -2,44 +2,82 @@ package head
 
 import (
 	"cmp"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"unsafe"
+
+	"github.com/strata-db/strata/internal/chunkenc"
 )
 
-// chunkArenaBlock is the size of the blocks closed chunks are copied into.
-// A closed XOR chunk of 120 samples takes 150-900 bytes, so a 1 MiB block
-// holds over a thousand of them: cutting a chunk then costs an allocation
-// once per thousand chunks instead of every time, which profiles of the
-// append and replay paths showed as their main remaining allocation.
+// chunkArenaBlock is the size of the blocks closed chunks are copied into
+// when they are kept in memory. A closed XOR chunk of 120 samples takes
+// 150-900 bytes, so a 1 MiB block holds over a thousand of them: cutting a
+// chunk then costs an allocation once per thousand chunks instead of every
+// time, which profiles of the append and replay paths showed as their main
+// remaining allocation.
 const chunkArenaBlock = 1 << 20
+
+// chunkFileBlock is the size of the blocks closed chunks are written to
+// when they are kept in files: each is a file and a mapping of its own, so
+// larger blocks keep the count of both low (a head of a million series
+// holding three hours takes a few hundred), while a block still empties
+// out within one block range of a head of 100k series.
+const chunkFileBlock = 16 << 20
 
 // chunkArena hands out the memory of closed chunks.
 //
-// Blocks come from the operating system (mapBlock), not from the Go heap:
-// closed chunks are most of the head's memory, and on the heap they were
-// scanned by every collection and, with the collector's default headroom,
-// made the process peak at about twice their size. Off the heap they
-// count once. Pointers into a block are ordinary slices; the collector
-// ignores them. If the system refuses a block, the arena falls back to
-// the Go heap, which is only slower to collect.
+// With a directory (the store's chunks_head), closed chunks are written
+// to files there and read through read-only shared mappings of them. The
+// bytes then live in the kernel's page cache, not in the process: they
+// count in its resident memory only while a reader has touched them
+// recently, and the kernel may write them out and drop them under memory
+// pressure. Closed chunks are most of the head's memory, so this is what
+// keeps memory per series low. The files hold nothing the WAL does not:
+// Open empties the directory, and replay writes the chunks anew.
 //
+// Without a directory (or where files cannot be mapped), blocks are
+// anonymous memory from the operating system (mapBlock), not from the Go
+// heap: on the heap, closed chunks were scanned by every collection and,
+// with the collector's default headroom, made the process peak at about
+// twice their size. Off the heap they count once. If the system refuses a
+// block, the arena falls back to the Go heap, which is only slower to
+// collect.
+//
+// Pointers into a block are ordinary slices; the collector ignores them.
 // A closed chunk's bytes never change. The arena counts the live chunks of
 // each block: release, called when the head drops a chunk once no reader
 // can hold it (see readers), counts it down, and a block whose count
 // reaches zero and that no longer takes new chunks is returned to the
-// system at once. Chunks are dropped oldest first, and a block holds
-// chunks closed at about the same time, so blocks empty out whole.
+// system at once (and its file deleted). Chunks are dropped oldest first,
+// and a block holds chunks closed at about the same time, so blocks empty
+// out whole.
 //
 // All fields are guarded by mu.
 type chunkArena struct {
 	mu sync.Mutex
+	// dir is where file blocks are created, "" for anonymous memory. It
+	// is cleared when a file cannot be created or written, so that a full
+	// disk costs one failure, not one per chunk; err keeps the cause.
+	dir    string
+	err    error
+	logger *slog.Logger
+	// seq numbers the files of dir.
+	seq int
+	// fileBlock is the size of file blocks: chunkFileBlock, smaller in
+	// tests.
+	fileBlock int
 	// cur is the block new chunks are copied into, the last of blocks.
 	cur *arenaBlock
 	// blocks are the blocks with live chunks (and cur), by address.
 	blocks []*arenaBlock
-	// mapped is the bytes of blocks taken from the system and not freed.
-	mapped int64
+	// mapped is the bytes of blocks taken from the system and not freed:
+	// for file blocks, the bytes written to them, which fileBytes counts
+	// alone.
+	mapped, fileBytes int64
 	// chunks counts the chunks copied and not released, large ones too.
 	chunks int64
 }
@@ -48,6 +86,26 @@ type arenaBlock struct {
 	mem  []byte // len is how far it is filled
 	base uintptr
 	live int // chunks copied in and not released
+	// file is the block's file, nil for anonymous memory: mem is then a
+	// read-only mapping of it, written to with file.write.
+	file *blockFile
+}
+
+// openArena returns an arena that keeps its blocks in files in dir,
+// emptied first, or in anonymous memory if dir is "".
+func openArena(dir string, logger *slog.Logger) (*chunkArena, error) {
+	a := &chunkArena{logger: logger, fileBlock: chunkFileBlock}
+	if dir == "" || !fileBlocksSupported {
+		return a, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("empty head chunk directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, fmt.Errorf("create head chunk directory: %w", err)
+	}
+	a.dir = dir
+	return a, nil
 }
 
 // copy returns a copy of b in arena memory, with capacity equal to its
@@ -64,29 +122,74 @@ func (a *chunkArena) copy(b []byte) []byte {
 	if a.cur == nil || cap(a.cur.mem)-len(a.cur.mem) < len(b) {
 		a.newBlock()
 	}
+	// Reserve the bytes under the lock and fill them outside it: no one
+	// else writes there, and the block cannot be freed while it is cur
+	// or holds this chunk.
 	blk := a.cur
 	start := len(blk.mem)
-	blk.mem = append(blk.mem, b...)
+	blk.mem = blk.mem[:start+len(b)]
 	blk.live++
+	if blk.file != nil {
+		a.mapped += int64(len(b))
+		a.fileBytes += int64(len(b))
+	}
 	out := blk.mem[start:len(blk.mem):len(blk.mem)]
 	a.mu.Unlock()
+
+	if blk.file == nil {
+		copy(out, b)
+		return out
+	}
+	if err := blk.file.write(b, start); err != nil {
+		a.mu.Lock()
+		// The bytes stay reserved, counted until the block is freed.
+		a.disableFiles(err)
+		blk.live--
+		if blk.live == 0 && blk != a.cur {
+			a.unmap(blk)
+		}
+		a.mu.Unlock()
+		return append([]byte(nil), b...)
+	}
 	return out
 }
 
 // newBlock maps a new current block. The previous one, if all its chunks
 // were released already, becomes empty. mu must be held.
 func (a *chunkArena) newBlock() {
-	mem := mapBlock(chunkArenaBlock)
-	blk := &arenaBlock{mem: mem, base: uintptr(unsafe.Pointer(unsafe.SliceData(mem)))}
+	var blk *arenaBlock
+	if a.dir != "" {
+		f, mem, err := createBlockFile(filepath.Join(a.dir, fmt.Sprintf("%08d", a.seq)), a.fileBlock)
+		a.seq++
+		if err != nil {
+			a.disableFiles(err)
+		} else {
+			blk = &arenaBlock{mem: mem, file: f}
+		}
+	}
+	if blk == nil {
+		blk = &arenaBlock{mem: mapBlock(chunkArenaBlock)}
+		a.mapped += int64(chunkArenaBlock)
+	}
+	blk.base = uintptr(unsafe.Pointer(unsafe.SliceData(blk.mem)))
 	i, _ := slices.BinarySearchFunc(a.blocks, blk.base, func(b *arenaBlock, base uintptr) int {
 		return cmp.Compare(b.base, base)
 	})
 	a.blocks = slices.Insert(a.blocks, i, blk)
-	a.mapped += int64(cap(mem))
 	if old := a.cur; old != nil && old.live == 0 {
 		a.unmap(old)
 	}
 	a.cur = blk
+}
+
+// disableFiles makes new blocks anonymous memory after err, the first
+// failure to create or write a file block. mu must be held.
+func (a *chunkArena) disableFiles(err error) {
+	if a.dir != "" {
+		a.dir = ""
+		a.err = err
+		a.logger.Error("Cannot keep head chunks in files; keeping them in memory from now on", "err", err)
+	}
 }
 
 // release counts down the live chunks of the block holding data, a slice
@@ -100,18 +203,8 @@ func (a *chunkArena) release(data []byte) int64 {
 	if len(data) == 0 {
 		return 0
 	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	i, found := slices.BinarySearchFunc(a.blocks, p, func(b *arenaBlock, p uintptr) int {
-		return cmp.Compare(b.base, p)
-	})
-	if !found {
-		i--
-	}
-	if i < 0 {
-		return 0
-	}
-	blk := a.blocks[i]
-	if p >= blk.base+uintptr(cap(blk.mem)) {
+	blk := a.blockOf(uintptr(unsafe.Pointer(unsafe.SliceData(data))))
+	if blk == nil {
 		return 0 // not arena memory: a large chunk on the Go heap
 	}
 	blk.live--
@@ -121,22 +214,140 @@ func (a *chunkArena) release(data []byte) int64 {
 	return a.unmap(blk)
 }
 
-// unmap returns blk to the system and returns its size. mu must be held.
+// unmap returns blk to the system, deleting its file, and returns the
+// bytes freed. mu must be held.
 func (a *chunkArena) unmap(blk *arenaBlock) int64 {
 	if i := slices.Index(a.blocks, blk); i >= 0 {
 		a.blocks = slices.Delete(a.blocks, i, i+1)
 	}
-	unmapBlock(blk.mem)
 	n := int64(cap(blk.mem))
+	if blk.file != nil {
+		n = int64(len(blk.mem))
+		a.fileBytes -= n
+		unmapFileBlock(blk.file, blk.mem)
+	} else {
+		unmapBlock(blk.mem)
+	}
 	a.mapped -= n
 	return n
 }
 
-// mappedBytes returns the bytes of the blocks the arena holds.
-func (a *chunkArena) mappedBytes() int64 {
+// dropResident lets go of the pages of file blocks the process has read,
+// which stay in the page cache: without it, the pages queries read would
+// count as the process' memory until their blocks are freed. Readers in
+// flight are unaffected; their next read faults the page in again.
+func (a *chunkArena) dropResident() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.mapped
+	for _, blk := range a.blocks {
+		if blk.file != nil {
+			dropPages(blk.mem)
+		}
+	}
+}
+
+// chunkCopier reads closed chunks for a pass over the whole head (a
+// compaction, a checkpoint) from their files with pread instead of
+// through the mappings. Every page a read through a mapping touches
+// becomes the process' memory until dropResident, and the kernel maps up
+// to 16 neighbouring pages with it ("fault-around"): a compaction of 100k
+// series that read its chunks through the mappings made 190 MiB of them
+// resident at once although it dropped them after every 16 MiB it read.
+// Copies cost a system call per chunk and touch nothing.
+//
+// A copier is used by one goroutine, which must hold a reader (see
+// readers) so that no block is freed while it reads.
+type chunkCopier struct {
+	arena *chunkArena
+	buf   []byte
+	metas []chunkenc.Meta
+}
+
+// copyChunkBuf is the smallest buffer a chunkCopier allocates: some
+// hundred chunks.
+const copyChunkBuf = 64 << 10
+
+// copy returns chunks with the bytes of those in file blocks read into
+// the copier's memory; others are returned as they are. What it returns
+// stays valid until reset.
+func (c *chunkCopier) copy(chunks []chunkenc.Meta) ([]chunkenc.Meta, error) {
+	start := len(c.metas)
+	for _, m := range chunks {
+		f, off := c.arena.fileOf(m.Data)
+		if f != nil {
+			if cap(c.buf)-len(c.buf) < len(m.Data) {
+				// A new buffer: what was handed out keeps the old one.
+				c.buf = make([]byte, 0, max(2*cap(c.buf), len(m.Data), copyChunkBuf))
+			}
+			n := len(c.buf)
+			c.buf = c.buf[:n+len(m.Data)]
+			data := c.buf[n:len(c.buf):len(c.buf)]
+			if err := f.read(data, off); err != nil {
+				return nil, err
+			}
+			m.Data = data
+		}
+		c.metas = append(c.metas, m)
+	}
+	return c.metas[start:len(c.metas):len(c.metas)], nil
+}
+
+// reset lets the copier reuse its memory: nothing copy returned before may
+// be read after.
+func (c *chunkCopier) reset() {
+	c.buf = c.buf[:0]
+	clear(c.metas)
+	c.metas = c.metas[:0]
+}
+
+// fileOf returns the file holding data, a slice copy returned, and its
+// offset there; nil if data is not in a file block.
+func (a *chunkArena) fileOf(data []byte) (*blockFile, int) {
+	if len(data) == 0 {
+		return nil, 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	blk := a.blockOf(p)
+	if blk == nil || blk.file == nil {
+		return nil, 0
+	}
+	return blk.file, int(p - blk.base)
+}
+
+// blockOf returns the block holding address p, nil if none does (a large
+// chunk on the Go heap). mu must be held.
+func (a *chunkArena) blockOf(p uintptr) *arenaBlock {
+	i, found := slices.BinarySearchFunc(a.blocks, p, func(b *arenaBlock, p uintptr) int {
+		return cmp.Compare(b.base, p)
+	})
+	if !found {
+		i--
+	}
+	if i < 0 || p >= a.blocks[i].base+uintptr(cap(a.blocks[i].mem)) {
+		return nil
+	}
+	return a.blocks[i]
+}
+
+// close frees every block. Nobody may read a chunk of the arena after.
+func (a *chunkArena) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for len(a.blocks) > 0 {
+		a.unmap(a.blocks[0])
+	}
+	a.cur = nil
+}
+
+// bytes returns the bytes of the blocks the arena holds (of memory blocks
+// their size, of file blocks the bytes written to them), and of these
+// those in files.
+func (a *chunkArena) bytes() (all, inFiles int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mapped, a.fileBytes
 }
 
 // liveChunks returns the number of chunks copied and not released.

@@ -2,7 +2,12 @@
 
 package head
 
-import "golang.org/x/sys/unix"
+import (
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // mapBlock returns size bytes of zeroed anonymous memory outside the Go
 // heap, as an empty slice of that capacity, or heap memory if the system
@@ -21,4 +26,81 @@ func mapBlock(size int) []byte {
 // refuses memory it did not map.
 func unmapBlock(b []byte) {
 	_ = unix.Munmap(b[:cap(b)])
+}
+
+// fileBlocksSupported: chunks can be kept in mapped files.
+const fileBlocksSupported = true
+
+// blockFile is the file of a file block, open for writing.
+type blockFile struct {
+	fd   int
+	path string
+}
+
+// createBlockFile creates the file of a block of size bytes at path and
+// maps it read-only, returning the mapping as an empty slice of capacity
+// size. The file grows as chunks are written; the mapping is made at its
+// full size at once, and only bytes already written are ever read, so no
+// read reaches past the file's end.
+func createBlockFile(path string, size int) (*blockFile, []byte, error) {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, nil, &os.PathError{Op: "create", Path: path, Err: err}
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		_ = unix.Close(fd)
+		_ = unix.Unlink(path)
+		return nil, nil, &os.PathError{Op: "mmap", Path: path, Err: err}
+	}
+	return &blockFile{fd: fd, path: path}, mem[:0], nil
+}
+
+// write writes b at offset off of the file.
+func (f *blockFile) write(b []byte, off int) error {
+	for len(b) > 0 {
+		n, err := unix.Pwrite(f.fd, b, int64(off))
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return &os.PathError{Op: "write", Path: f.path, Err: err}
+		}
+		b, off = b[n:], off+n
+	}
+	return nil
+}
+
+// read reads len(b) bytes at offset off of the file into b.
+func (f *blockFile) read(b []byte, off int) error {
+	for len(b) > 0 {
+		n, err := unix.Pread(f.fd, b, int64(off))
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return &os.PathError{Op: "read", Path: f.path, Err: err}
+		}
+		if n == 0 {
+			return &os.PathError{Op: "read", Path: f.path, Err: io.ErrUnexpectedEOF}
+		}
+		b, off = b[n:], off+n
+	}
+	return nil
+}
+
+// unmapFileBlock unmaps mem, closes the file and deletes it. Nothing in
+// it is needed: the WAL holds what the head holds.
+func unmapFileBlock(f *blockFile, mem []byte) {
+	_ = unix.Munmap(mem[:cap(mem)])
+	_ = unix.Close(f.fd)
+	_ = unix.Unlink(f.path)
+}
+
+// dropPages removes the pages of a file mapping from the process' memory;
+// the page cache keeps them, and the next read maps them again.
+func dropPages(mem []byte) {
+	if len(mem) > 0 {
+		_ = unix.Madvise(mem[:cap(mem)], unix.MADV_DONTNEED)
+	}
 }

@@ -64,6 +64,8 @@ func (h *Head) Checkpoint() error {
 	reader, _ := h.acquireReader(math.MinInt64)
 	size, err := h.writeCheckpoint(dir)
 	h.releaseReader(reader)
+	// The checkpoint read every chunk; they need not stay resident.
+	h.arena.dropResident()
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
@@ -95,6 +97,8 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		buf   []byte
 		size  int
 	)
+	// Chunks are copied for the record: see chunkCopier.
+	copier := chunkCopier{arena: h.arena}
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -102,6 +106,7 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		buf = record.EncodeChunkSeries(buf[:0], batch)
 		clear(batch)
 		batch, size = batch[:0], 0
+		copier.reset()
 		return w.Log(buf)
 	}
 	var (
@@ -113,6 +118,10 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		for _, s := range series {
 			starts = s.appendStartTimes(starts)
 			cs := s.checkpointEntry()
+			if cs.Chunks, err = copier.copy(cs.Chunks); err != nil {
+				w.Close()
+				return 0, err
+			}
 			batch = append(batch, cs)
 			size += int(s.lset.ByteSize())
 			for _, c := range cs.Chunks {

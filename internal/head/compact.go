@@ -22,15 +22,21 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 	}
 	slices.SortFunc(all, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	var chunks []chunkenc.Meta
+	copier := chunkCopier{arena: h.arena}
 	for i, s := range all {
 		chunks, _ = s.snapshot(chunks[:0], mint, maxt)
 		all[i] = nil
 		if len(chunks) == 0 {
 			continue
 		}
-		if err := fn(s.lset, chunks); err != nil {
+		copied, err := copier.copy(chunks)
+		if err != nil {
 			return err
 		}
+		if err := fn(s.lset, copied); err != nil {
+			return err
+		}
+		copier.reset()
 	}
 	return nil
 }

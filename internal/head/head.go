@@ -28,6 +28,10 @@ type Options struct {
 	WALDir string
 	// WAL configures the log.
 	WAL wal.Options
+	// ChunkDir, if set, is where closed chunks are kept in files, read
+	// through mappings, instead of in memory (see chunkArena). Open
+	// empties it: what it holds is in the WAL.
+	ChunkDir string
 	// ChunkSamples is how many samples a chunk holds before a new one is
 	// cut. 120 samples (30 minutes at a 15s interval) is where the XOR
 	// encoding's size per sample has flattened out while a query for a
@@ -91,7 +95,7 @@ type Head struct {
 
 	series    *stripeSeries
 	index     *index.MemPostings
-	arena     chunkArena
+	arena     *chunkArena
 	metadata  metadataStore
 	exemplars *exemplarStore
 	// appenders holds idle appenders with their buffers, so that a steady
@@ -162,7 +166,8 @@ type Stats struct {
 	ReplayDuration  time.Duration
 	ReplayedRecords uint64
 	Chunks          int64 // closed chunks
-	ChunkBytes      int64 // memory of the arena holding closed chunks
+	ChunkBytes      int64 // bytes of closed chunks, in files or in memory
+	ChunkFileBytes  int64 // of ChunkBytes, those in files (Options.ChunkDir)
 	// MinTime and MaxTime bound the head's samples, 0 while it has none.
 	MinTime, MaxTime int64
 }
@@ -195,12 +200,18 @@ func Open(opts Options) (*Head, error) {
 		// which the remote-write handler bounds the same way.
 		appenders: make(chan *appender, 2*runtime.GOMAXPROCS(0)),
 	}
+	arena, err := openArena(opts.ChunkDir, logger)
+	if err != nil {
+		return nil, err
+	}
+	h.arena = arena
 	h.minValidTime.Store(math.MinInt64)
 	h.appendFloor.Store(math.MinInt64)
 	h.compactable = make(chan struct{}, 1)
 	h.mint.Store(math.MaxInt64)
 	h.maxt.Store(math.MinInt64)
 	if err := h.replay(); err != nil {
+		h.arena.close()
 		return nil, fmt.Errorf("replay WAL: %w", err)
 	}
 
@@ -210,6 +221,7 @@ func Open(opts Options) (*Head, error) {
 	}
 	w, err := wal.Open(opts.WALDir, walOpts)
 	if err != nil {
+		h.arena.close()
 		return nil, fmt.Errorf("open WAL: %w", err)
 	}
 	h.wal = w
@@ -217,14 +229,17 @@ func Open(opts Options) (*Head, error) {
 }
 
 // Close waits for a background checkpoint, writes a final one if so
-// configured, and closes the WAL. Appenders must not be used after Close.
+// configured, closes the WAL and frees the chunks. Neither appenders nor
+// queriers may be used after Close.
 func (h *Head) Close() error {
 	h.background.Wait()
 	var err error
 	if h.opts.CheckpointOnClose {
 		err = h.Checkpoint()
 	}
-	return errors.Join(err, h.wal.Close())
+	err = errors.Join(err, h.wal.Close())
+	h.arena.close()
+	return err
 }
 
 // maybeCheckpoint starts a checkpoint in the background when the WAL has
@@ -249,6 +264,7 @@ func (h *Head) maybeCheckpoint() {
 
 // Stats returns the head's counters.
 func (h *Head) Stats() Stats {
+	chunkBytes, fileBytes := h.arena.bytes()
 	st := Stats{
 		Series:          h.stats.series.Load(),
 		SamplesAppended: h.stats.samplesAppended.Load(),
@@ -259,7 +275,8 @@ func (h *Head) Stats() Stats {
 		ReplayDuration:  time.Duration(h.stats.replayDurationNs.Load()),
 		WALBytesWritten: h.wal.BytesWritten(),
 		Chunks:          h.arena.liveChunks(),
-		ChunkBytes:      h.arena.mappedBytes(),
+		ChunkBytes:      chunkBytes,
+		ChunkFileBytes:  fileBytes,
 	}
 	if mint, maxt := h.MinTime(), h.MaxTime(); mint <= maxt {
 		st.MinTime, st.MaxTime = mint, maxt

@@ -3,6 +3,7 @@ package head
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -14,54 +15,64 @@ import (
 // BenchmarkAppend measures the append path from Appender to Commit,
 // including the WAL write: batches of one sample for each of 1000 series
 // with 10 labels, the shape of a remote-write request, in steady state
-// (series exist, buffers have grown).
+// (series exist, buffers have grown), with closed chunks in memory or, as
+// the store keeps them, in files.
 //
 //	go test ./internal/head -run NONE -bench BenchmarkAppend -benchmem -count=6 | tee new.txt
 //	benchstat old.txt new.txt
 func BenchmarkAppend(b *testing.B) {
 	for _, nseries := range []int{1000} {
-		b.Run(fmt.Sprintf("series=%d", nseries), func(b *testing.B) {
-			opts := DefaultOptions()
-			opts.WALDir = b.TempDir()
-			h, err := Open(opts)
-			if err != nil {
+		for _, chunks := range []string{"memory", "files"} {
+			b.Run(fmt.Sprintf("series=%d/chunks=%s", nseries, chunks), func(b *testing.B) {
+				benchmarkAppend(b, nseries, chunks == "files")
+			})
+		}
+	}
+}
+
+func benchmarkAppend(b *testing.B, nseries int, files bool) {
+	opts := DefaultOptions()
+	opts.WALDir = b.TempDir()
+	if files {
+		opts.ChunkDir = filepath.Join(b.TempDir(), "chunks_head")
+	}
+	h, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	lsets := make([]labels.Labels, nseries)
+	for i := range lsets {
+		lsets[i] = labels.FromStrings(
+			"__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32), "mode", "idle",
+			"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "env", "prod",
+			"region", "eu-west-1", "zone", "eu-west-1a", "cluster", "main", "team", "infra")
+	}
+	ts := int64(0)
+	batch := func() {
+		app := h.Appender(context.Background())
+		for i, l := range lsets {
+			if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(i)}); err != nil {
 				b.Fatal(err)
 			}
-			defer h.Close()
-			lsets := make([]labels.Labels, nseries)
-			for i := range lsets {
-				lsets[i] = labels.FromStrings(
-					"__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32), "mode", "idle",
-					"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "env", "prod",
-					"region", "eu-west-1", "zone", "eu-west-1a", "cluster", "main", "team", "infra")
-			}
-			ts := int64(0)
-			batch := func() {
-				app := h.Appender(context.Background())
-				for i, l := range lsets {
-					if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(i)}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := app.Commit(); err != nil {
-					b.Fatal(err)
-				}
-				ts += 15000
-			}
-			batch() // create the series
-			b.ReportAllocs()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			b.ResetTimer()
-			for b.Loop() {
-				batch()
-			}
-			b.StopTimer()
-			runtime.ReadMemStats(&after)
-			perSample := float64(b.N * nseries)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/perSample, "ns/sample")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/perSample, "B/sample")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/perSample, "allocs/sample")
-		})
+		}
+		if err := app.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		ts += 15000
 	}
+	batch() // create the series
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for b.Loop() {
+		batch()
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	perSample := float64(b.N * nseries)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/perSample, "ns/sample")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/perSample, "B/sample")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/perSample, "allocs/sample")
 }

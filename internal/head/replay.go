@@ -316,7 +316,7 @@ func (l *loader) finish() (appended, unknown, rejected uint64) {
 }
 
 func (w *replayWorker) run() {
-	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: &w.h.arena, lists: &w.lists}
+	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: w.h.arena, lists: &w.lists}
 	for b := range w.in {
 		for _, rs := range b.floats {
 			if s := w.series(rs.Ref); s != nil {

@@ -97,6 +97,7 @@ func BenchmarkReplay(b *testing.B) {
 				dir := benchWAL(b, samples)
 				opts := DefaultOptions()
 				opts.WALDir = dir
+				opts.ChunkDir = filepath.Join(b.TempDir(), "chunks_head") // as the store has it
 				opts.ReplayWorkers = workers
 				opts.CheckpointOnClose = false
 				b.ReportAllocs()

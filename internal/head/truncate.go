@@ -57,6 +57,9 @@ func (h *Head) Truncate(mint int64) TruncateStats {
 		}
 	}
 	st.Chunks = len(dropped)
+	// Compaction read the range just dropped, and with it neighbouring
+	// pages of chunks still held.
+	h.arena.dropResident()
 	if len(doomed) > 0 {
 		removed := h.removeSeries(doomed)
 		st.SeriesRemoved = len(removed)

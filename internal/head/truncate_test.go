@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -16,10 +18,13 @@ import (
 
 const testRange = 1000 // ms: a small block range, so that tests cross many
 
+// openRangeHead opens a head with block range testRange that keeps its
+// closed chunks in files, as the store does.
 func openRangeHead(t *testing.T, dir string) *Head {
 	t.Helper()
 	opts := DefaultOptions()
 	opts.WALDir = dir
+	opts.ChunkDir = filepath.Join(dir, "chunks_head")
 	opts.Stripes = 16
 	opts.BlockRange = testRange
 	h, err := Open(opts)
@@ -73,7 +78,7 @@ func TestTruncate(t *testing.T) {
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	arenaBefore := h.arena.mappedBytes()
+	arenaBefore := h.Stats().ChunkBytes
 
 	st := h.Truncate(2000)
 	if st.SeriesRemoved != 2 || st.Chunks != 2+2+1 {
@@ -99,8 +104,8 @@ func TestTruncate(t *testing.T) {
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if h.arena.mappedBytes() > arenaBefore {
-		t.Errorf("arena grew from %d to %d bytes", arenaBefore, h.arena.mappedBytes())
+	if h.Stats().ChunkBytes > arenaBefore {
+		t.Errorf("arena grew from %d to %d bytes", arenaBefore, h.Stats().ChunkBytes)
 	}
 	want := readAll(t, h, 0, 10000, all)
 	if len(want[reborn.String()]) != 1 {
@@ -134,8 +139,23 @@ func mustQuerier(t *testing.T, h *Head) *querier {
 // TestTruncateFreesArena checks that the memory of dropped chunks goes
 // back to the system, and not before the queries that could read it end.
 func TestTruncateFreesArena(t *testing.T) {
-	h := openRangeHead(t, t.TempDir())
+	t.Run("memory", func(t *testing.T) { testTruncateFreesArena(t, "") })
+	t.Run("files", func(t *testing.T) { testTruncateFreesArena(t, filepath.Join(t.TempDir(), "chunks")) })
+}
+
+func testTruncateFreesArena(t *testing.T, chunkDir string) {
+	opts := DefaultOptions()
+	opts.WALDir = t.TempDir()
+	opts.ChunkDir = chunkDir
+	opts.Stripes = 16
+	opts.BlockRange = testRange
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer h.Close()
+	// Small file blocks, so that the test fills several per range.
+	h.arena.fileBlock = 64 << 10
 	// Enough series and ranges to fill several arena blocks per range.
 	const nseries = 3000
 	var ts int64
@@ -153,7 +173,7 @@ func TestTruncateFreesArena(t *testing.T) {
 	for range 4 {
 		appendRange()
 	}
-	peak := h.arena.mappedBytes()
+	peak := h.Stats().ChunkBytes
 
 	q := mustQuerier(t, h)
 	ss := q.Select(context.Background(), false, nil, all)
@@ -182,15 +202,36 @@ func TestTruncateFreesArena(t *testing.T) {
 		t.Fatal("Truncate returned while a query that reads what it drops was open")
 	default:
 	}
-	if got := h.arena.mappedBytes(); got != peak {
+	if got := h.Stats().ChunkBytes; got != peak {
 		t.Errorf("arena freed %d bytes while a query could read them", peak-got)
 	}
 	q.Close()
 	if st := <-truncated; st.ArenaBytesFree == 0 {
 		t.Errorf("truncate freed nothing: %+v", st)
 	}
-	if got := h.arena.mappedBytes(); got > peak/2 {
+	if got := h.Stats().ChunkBytes; got > peak/2 {
 		t.Errorf("arena holds %d of %d bytes after truncating 3 of 4 ranges", got, peak)
+	}
+	if chunkDir == "" {
+		return
+	}
+	if got := h.Stats().ChunkFileBytes; got != h.Stats().ChunkBytes {
+		t.Errorf("%d bytes in chunk files, want all %d", got, h.Stats().ChunkBytes)
+	}
+	var size int64
+	entries, err := os.ReadDir(chunkDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	if size != h.Stats().ChunkFileBytes {
+		t.Errorf("chunk files left take %d bytes in %d files, want the %d the head holds", size, len(entries), h.Stats().ChunkFileBytes)
 	}
 }
 
