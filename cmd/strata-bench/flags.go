@@ -134,6 +134,7 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 	case "ingest":
 		fs.DurationVar(&cfg.ingest.Duration, "duration", cfg.ingest.Duration, "how long to send")
 		fs.Int64Var(&cfg.ingest.Requests, "requests", 0, "send this many requests instead of for --duration")
+		fs.DurationVar(&cfg.ingest.Since, "since", 0, "start the timestamps this long before now instead of at now: a history pushed in time order, for servers that refuse future samples (Prometheus); with --requests, keep the data's span (requests x series per request / series x interval) under it")
 		fs.Float64Var(&wo.Churn, "churn", 0, "fraction of each sender's series replaced by new ones at every churn event")
 		fs.IntVar(&wo.ChurnEvery, "churn-every", wo.ChurnEvery, "requests of a sender between churn events")
 		fs.Int64Var(&cfg.ingest.PoolBytes, "pool-bytes", cfg.ingest.PoolBytes, "memory for requests encoded before the timed run; more is encoded in phases, with the clock stopped")

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -108,6 +111,27 @@ func figure(t *testing.T, r report.Run, key string) float64 {
 		t.Fatalf("%s: no figure %q in %+v", r.Server, key, r.Figures)
 	}
 	return f.Value
+}
+
+// TestIngestSince pushes a history: with --since 6h the data starts six
+// hours ago, which a query at that time finds.
+func TestIngestSince(t *testing.T) {
+	addr := startStrata(t)
+	start := time.Now().Add(-6 * time.Hour)
+	res, out := runCLI(t, "ingest", "--quick", "--since", "6h", "--requests", "40", "--url", "http://"+addr+"/api/v1/write")
+	if v := figure(t, res.Runs[0], "errors"); v != 0 {
+		t.Fatalf("%v failed requests: %v\n%s", v, res.Runs[0].Notes, out)
+	}
+	u := fmt.Sprintf("http://%s/api/v1/query?query=count({__name__=~\".%%2B\"})&time=%d", addr, start.Add(time.Minute).Unix())
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), `"2000"`) {
+		t.Fatalf("series six hours ago: %s", body)
+	}
 }
 
 // TestIngestQuick is the smoke test: ingest --quick against a strata

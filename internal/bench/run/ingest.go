@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/internal/bench/client"
+	"github.com/strata-db/strata/internal/bench/proc"
 	"github.com/strata-db/strata/internal/bench/report"
 	"github.com/strata-db/strata/internal/bench/stats"
 	"github.com/strata-db/strata/internal/bench/workload"
@@ -21,6 +22,12 @@ type IngestOptions struct {
 	// the total number of requests to send.
 	Duration time.Duration
 	Requests int64
+	// Since, if not 0, starts the timestamps that long before now instead
+	// of at now, for a history pushed in time order as fast as the server
+	// takes it (a server such as Prometheus refuses samples from the
+	// future): with Requests, choose both so that the data ends before
+	// now.
+	Since time.Duration
 	// PoolBytes bounds the memory of pre-encoded requests. A run that
 	// needs more is split into phases: the clock stops while the next
 	// phase is encoded.
@@ -78,6 +85,9 @@ func NewIngest(o IngestOptions) (*Ingest, error) {
 	if o.Duration <= 0 && o.Requests <= 0 {
 		return nil, fmt.Errorf("ingest needs a positive --duration or --requests")
 	}
+	if o.Since < 0 {
+		return nil, fmt.Errorf("--since %v is negative", o.Since)
+	}
 	if o.PoolBytes <= 0 {
 		return nil, fmt.Errorf("pool size must be positive")
 	}
@@ -127,7 +137,7 @@ func (w *Ingest) Chart() report.Chart {
 // (and, with a new seed, new series).
 func (w *Ingest) Prepare(ctx context.Context, env *Env) error {
 	wo := w.opts.Workload
-	wo.Start = time.Now().UnixMilli() / wo.Interval * wo.Interval
+	wo.Start = time.Now().Add(-w.opts.Since).UnixMilli() / wo.Interval * wo.Interval
 	sched, err := workload.NewSchedule(wo)
 	if err != nil {
 		return err
@@ -273,6 +283,13 @@ func (w *Ingest) Run(ctx context.Context, env *Env, t Target) (report.Figures, [
 		figs.Add("cpu_cores", "server CPU in use", "cores", report.Neither, cpu/wall.Seconds())
 		if peak, err := srv.peakRSS(); err == nil {
 			figs.Add("peak_rss", "server peak RSS", "MiB", report.Lower, mib(peak))
+		}
+		if m, err := proc.ReadMemory(srv.pid); err == nil {
+			figs.Add("end_rss", "server RSS at the end", "MiB", report.Lower, mib(m.RSS))
+			if w.opts.Workload.Churn == 0 {
+				// Without churn every series is still written to.
+				figs.Add("end_rss_per_series", "server RSS at the end per series", "KiB", report.Lower, float64(m.RSS)/1024/float64(w.opts.Workload.Series))
+			}
 		}
 	}
 	// The harness shares the machine: its own CPU use says how much of it
