@@ -102,31 +102,25 @@ func (b *appendBatch) encode(recs [][]byte) [][]byte {
 // in the WAL; replay decides the same way, dropping it there too.
 func (b *appendBatch) apply(m *chunkMem) (appended, dropped uint64) {
 	applyRuns(b.series, func(s *memSeries, i int) {
-		smpl := b.samples[i]
-		if dup, err := s.appendable(smpl.T, smpl.V); err != nil || dup {
+		if ok, _ := s.applyFloat(b.samples[i].T, b.samples[i].V, m); ok {
+			appended++
+		} else {
 			dropped++
-			return
 		}
-		s.append(smpl.T, smpl.V, m)
-		appended++
 	})
 	applyRuns(b.histSeries, func(s *memSeries, i int) {
-		e := b.hists[i]
-		if dup, err := s.appendableHistogram(e.T, e.H, nil); err != nil || dup {
+		if ok, _ := s.applyHistogram(b.hists[i].T, b.hists[i].H, nil, m); ok {
+			appended++
+		} else {
 			dropped++
-			return
 		}
-		s.appendHistogram(e.T, e.H, m)
-		appended++
 	})
 	applyRuns(b.fhistSeries, func(s *memSeries, i int) {
-		e := b.fhists[i]
-		if dup, err := s.appendableHistogram(e.T, nil, e.FH); err != nil || dup {
+		if ok, _ := s.applyHistogram(b.fhists[i].T, nil, b.fhists[i].FH, m); ok {
+			appended++
+		} else {
 			dropped++
-			return
 		}
-		s.appendFloatHistogram(e.T, e.FH, m)
-		appended++
 	})
 	return appended, dropped
 }

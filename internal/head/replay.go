@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
@@ -321,16 +322,9 @@ func (w *replayWorker) run() {
 		for _, rs := range b.floats {
 			if s := w.series(rs.Ref); s != nil {
 				s.mu.Lock()
-				if dup, err := s.appendable(rs.T, rs.V); err != nil {
-					// Samples that were dropped when first applied (a
-					// concurrent writer got there first), and samples a
-					// checkpoint already holds.
-					w.rejected++
-				} else if !dup {
-					s.append(rs.T, rs.V, m)
-					w.appended++
-				}
+				ok, err := s.applyFloat(rs.T, rs.V, m)
 				s.mu.Unlock()
+				w.count(ok, err)
 			}
 		}
 		for _, rs := range b.hists {
@@ -340,35 +334,39 @@ func (w *replayWorker) run() {
 				w.rejected++
 				continue
 			}
-			if s := w.series(rs.Ref); s != nil {
-				s.mu.Lock()
-				if dup, err := s.appendableHistogram(rs.T, rs.H, nil); err != nil {
-					w.rejected++
-				} else if !dup {
-					s.appendHistogram(rs.T, rs.H, m)
-					w.appended++
-				}
-				s.mu.Unlock()
-			}
+			w.applyHistogram(rs.Ref, rs.T, rs.H, nil, m)
 		}
 		for _, rs := range b.fhists {
 			if rs.FH.Validate() != nil {
 				w.rejected++
 				continue
 			}
-			if s := w.series(rs.Ref); s != nil {
-				s.mu.Lock()
-				if dup, err := s.appendableHistogram(rs.T, nil, rs.FH); err != nil {
-					w.rejected++
-				} else if !dup {
-					s.appendFloatHistogram(rs.T, rs.FH, m)
-					w.appended++
-				}
-				s.mu.Unlock()
-			}
+			w.applyHistogram(rs.Ref, rs.T, nil, rs.FH, m)
 		}
 		b.reset()
 		w.free <- b
+	}
+}
+
+// applyHistogram applies a histogram to the series of ref, as Commit did.
+func (w *replayWorker) applyHistogram(ref storage.SeriesRef, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, m *chunkMem) {
+	if s := w.series(ref); s != nil {
+		s.mu.Lock()
+		ok, err := s.applyHistogram(t, h, fh, m)
+		s.mu.Unlock()
+		w.count(ok, err)
+	}
+}
+
+// count counts a sample applied as Commit did: samples that were dropped
+// when first applied (a concurrent writer got there first), and samples a
+// checkpoint already holds, are rejected again.
+func (w *replayWorker) count(ok bool, err error) {
+	switch {
+	case err != nil:
+		w.rejected++
+	case ok:
+		w.appended++
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/chunkenc"
@@ -138,6 +139,36 @@ func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err er
 	default:
 		return false, storage.ErrDuplicateSampleForTimestamp
 	}
+}
+
+// applyFloat appends a float sample if it may follow the series' newest
+// sample and reports whether it did. err says why not (out of order,
+// another value at the same timestamp); an exact duplicate is neither
+// appended nor an error. Commit and replay both decide through it (and
+// applyHistogram), so that a replay restores exactly what the commit
+// applied. mu must be held.
+func (s *memSeries) applyFloat(t int64, v float64, m *chunkMem) (bool, error) {
+	dup, err := s.appendable(t, v)
+	if err != nil || dup {
+		return false, err
+	}
+	s.append(t, v, m)
+	return true, nil
+}
+
+// applyHistogram is applyFloat for an integer (h) or float (fh)
+// histogram.
+func (s *memSeries) applyHistogram(t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, m *chunkMem) (bool, error) {
+	dup, err := s.appendableHistogram(t, h, fh)
+	if err != nil || dup {
+		return false, err
+	}
+	if h != nil {
+		s.appendHistogram(t, h, m)
+	} else {
+		s.appendFloatHistogram(t, fh, m)
+	}
+	return true, nil
 }
 
 // hasOpenSamples reports whether the series has an open chunk holding

@@ -1,0 +1,64 @@
+package head
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// TestSeriesApply walks one series through the decisions Commit and
+// replay share (applyFloat, applyHistogram): every kind in order, exact duplicates, other values at
+// the same timestamp, and samples out of order.
+func TestSeriesApply(t *testing.T) {
+	h1, h2 := testHistogram(1), testHistogram(2)
+	fh := testHistogram(3).ToFloat(nil)
+	stale := math.Float64frombits(0x7ff0000000000002) // Prometheus' staleness marker
+	steps := []struct {
+		name string
+		t    int64
+		v    float64
+		h    *histogram.Histogram
+		fh   *histogram.FloatHistogram
+		ok   bool
+		err  error
+	}{
+		{"first float", 10, 1, nil, nil, true, nil},
+		{"next float", 20, 2, nil, nil, true, nil},
+		{"exact duplicate", 20, 2, nil, nil, false, nil},
+		{"other value, same time", 20, 3, nil, nil, false, storage.ErrDuplicateSampleForTimestamp},
+		{"out of order", 15, 3, nil, nil, false, storage.ErrOutOfOrderSample},
+		{"stale marker", 30, stale, nil, nil, true, nil},
+		{"repeated stale marker", 30, stale, nil, nil, false, nil},
+		{"histogram after floats", 40, 0, h1, nil, true, nil},
+		{"same histogram again", 40, 0, h1, nil, false, nil},
+		{"other histogram, same time", 40, 0, h2, nil, false, storage.ErrDuplicateSampleForTimestamp},
+		{"float at a histogram's time", 40, 1, nil, nil, false, storage.ErrDuplicateSampleForTimestamp},
+		{"float histogram", 50, 0, nil, fh, true, nil},
+		{"histogram out of order", 45, 0, h2, nil, false, storage.ErrOutOfOrderSample},
+		{"float after histograms", 60, 4, nil, nil, true, nil},
+	}
+	s := newMemSeries(1, labels.FromStrings("__name__", "m"))
+	m := &chunkMem{samples: 120, arena: &chunkArena{}}
+	for _, st := range steps {
+		var (
+			ok  bool
+			err error
+		)
+		if st.h == nil && st.fh == nil {
+			ok, err = s.applyFloat(st.t, st.v, m)
+		} else {
+			ok, err = s.applyHistogram(st.t, st.h, st.fh, m)
+		}
+		if ok != st.ok || !errors.Is(err, st.err) {
+			t.Errorf("%s: apply = %v, %v; want %v, %v", st.name, ok, err, st.ok, st.err)
+		}
+	}
+	if s.maxt != 60 || s.lastV != 4 {
+		t.Errorf("newest sample (%d, %g), want (60, 4)", s.maxt, s.lastV)
+	}
+}
