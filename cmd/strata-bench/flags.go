@@ -130,6 +130,7 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 	spr := fs.Int("series-per-request", 0, "series in one request (default: about 2000 samples a request, Prometheus' max_samples_per_send)")
 	fs.IntVar(&wo.Senders, "concurrency", wo.Senders, "requests in flight at once; series are sharded across the senders")
 	interval := fs.Duration("interval", time.Duration(wo.Interval)*time.Millisecond, "time between a series' samples")
+	values := fs.String("values", string(workload.ValuesNode), "sample values: node (node-exporter-like counters, gauges and histogram buckets) or noisy (random gauges with full float precision, for disk figures)")
 	switch name {
 	case "ingest":
 		fs.DurationVar(&cfg.ingest.Duration, "duration", cfg.ingest.Duration, "how long to send")
@@ -171,6 +172,11 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 		return nil, errors.New("--interval must be at least 1ms")
 	}
 	wo.Interval = interval.Milliseconds()
+	switch wo.Values = workload.Values(*values); wo.Values {
+	case workload.ValuesNode, workload.ValuesNoisy:
+	default:
+		return nil, fmt.Errorf("--values %q: want %s or %s", *values, workload.ValuesNode, workload.ValuesNoisy)
+	}
 	wo.Seed = *seed
 	if *spr > 0 {
 		wo.SeriesPerRequest = *spr

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -122,6 +123,7 @@ func (w *Ingest) Params() []report.Param {
 	return append(p,
 		report.Param{Name: "churn", Value: churn},
 		report.Param{Name: "sample interval", Value: (time.Duration(wo.Interval) * time.Millisecond).String()},
+		report.Param{Name: "values", Value: string(cmp.Or(wo.Values, workload.ValuesNode))},
 		report.Param{Name: "seed", Value: strconv.FormatUint(wo.Seed, 10)},
 		report.Param{Name: "pre-encoded pool", Value: fmt.Sprintf("up to %d MiB", o.PoolBytes>>20)},
 	)

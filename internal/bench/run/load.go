@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,7 @@ func (o LoadOptions) params() []report.Param {
 		{Name: "series per request", Value: strconv.Itoa(wo.SeriesPerRequest)},
 		{Name: "concurrency", Value: strconv.Itoa(wo.Senders)},
 		{Name: "sample interval", Value: (time.Duration(wo.Interval) * time.Millisecond).String()},
+		{Name: "values", Value: string(cmp.Or(wo.Values, workload.ValuesNode))},
 		{Name: "seed", Value: strconv.FormatUint(wo.Seed, 10)},
 	}
 }

@@ -129,7 +129,7 @@ func (e *Encoder) buildV1(round int64) error {
 		ts.Samples = resize(ts.Samples, o.SamplesPerSeries)
 		for j := range ts.Samples {
 			k := s.SampleIndex(round, j)
-			ts.Samples[j] = prompb.Sample{Timestamp: s.Timestamp(round, j), Value: Value(o.Seed, id, k)}
+			ts.Samples[j] = prompb.Sample{Timestamp: s.Timestamp(round, j), Value: o.value(id, k)}
 		}
 	}
 	size := req.Size()
@@ -159,7 +159,7 @@ func (e *Encoder) buildV2(round int64) error {
 		ts.Samples = resize(ts.Samples, o.SamplesPerSeries)
 		for j := range ts.Samples {
 			k := s.SampleIndex(round, j)
-			ts.Samples[j] = writev2.Sample{Timestamp: s.Timestamp(round, j), Value: Value(o.Seed, id, k)}
+			ts.Samples[j] = writev2.Sample{Timestamp: s.Timestamp(round, j), Value: o.value(id, k)}
 		}
 		typ, help := MetricTypeOf(id)
 		ts.Metadata = writev2.Metadata{Type: v2Type(typ), HelpRef: e.symbols.Symbolize(help)}

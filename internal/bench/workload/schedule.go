@@ -30,6 +30,29 @@ type Options struct {
 	// Interval the time between a series' samples (its scrape interval).
 	Start    int64
 	Interval int64
+	// Values is how sample values are made; "" is ValuesNode.
+	Values Values
+}
+
+// Values names a way of making sample values.
+type Values string
+
+const (
+	// ValuesNode makes node-exporter-like values: counters, gauges in
+	// bands and histogram buckets, whole numbers of units (see Value).
+	ValuesNode Values = "node"
+	// ValuesNoisy makes every series a gauge of random values with full
+	// float precision, as ratios and sensor readings are: the worst case
+	// for float compression, for disk figures.
+	ValuesNoisy Values = "noisy"
+)
+
+// value returns the k-th sample value of series id.
+func (o Options) value(id uint64, k int64) float64 {
+	if o.Values == ValuesNoisy {
+		return NoisyValue(o.Seed, id, k)
+	}
+	return Value(o.Seed, id, k)
 }
 
 // MaxSenders bounds the concurrency: far more requests in flight than a
@@ -62,6 +85,8 @@ func DefaultOptions() Options {
 // Validate reports the first problem with o.
 func (o Options) Validate() error {
 	switch {
+	case o.Values != "" && o.Values != ValuesNode && o.Values != ValuesNoisy:
+		return fmt.Errorf("values %q: want %q or %q", o.Values, ValuesNode, ValuesNoisy)
 	case o.Series < 1:
 		return errors.New("series must be at least 1")
 	case o.Labels < MinLabels || o.Labels > MaxLabels:

@@ -37,6 +37,15 @@ func Value(seed, id uint64, k int64) float64 {
 	return 0
 }
 
+// NoisyValue returns the k-th sample value of series id for ValuesNoisy:
+// a value between 0 and 100 of the series' own band, with all 53 bits of
+// a float's precision random.
+func NoisyValue(seed, id uint64, k int64) float64 {
+	base := float64(hash2(seed, saltBase, id) % 90)
+	h := hash3(seed, saltSample, id, uint64(k))
+	return base + float64(h>>11)/(1<<53)*10
+}
+
 // requests is the cumulative request count of instance inst's histogram
 // at sample k: between 1 and 200 requests a sample, never decreasing.
 func requests(seed, inst uint64, k int64) uint64 {

@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -253,7 +254,14 @@ func TestValues(t *testing.T) {
 }
 
 func TestDecodeV1(t *testing.T) {
+	for _, values := range []Values{ValuesNode, ValuesNoisy} {
+		t.Run(string(values), func(t *testing.T) { testDecodeV1(t, values) })
+	}
+}
+
+func testDecodeV1(t *testing.T, values Values) {
 	o := testOptions()
+	o.Values = values
 	s := mustSchedule(t, o)
 	body, info, err := NewEncoder(s, V1).Append(nil, 1, 7)
 	if err != nil {
@@ -282,7 +290,11 @@ func TestDecodeV1(t *testing.T) {
 			}
 		}
 		for j, smp := range ts.Samples {
-			if smp.Timestamp != s.Timestamp(info.Round, j) || smp.Value != Value(o.Seed, ids[i], s.SampleIndex(info.Round, j)) {
+			want := Value(o.Seed, ids[i], s.SampleIndex(info.Round, j))
+			if values == ValuesNoisy {
+				want = NoisyValue(o.Seed, ids[i], s.SampleIndex(info.Round, j))
+			}
+			if smp.Timestamp != s.Timestamp(info.Round, j) || smp.Value != want {
 				t.Fatalf("series %d sample %d = %+v", i, j, smp)
 			}
 		}
@@ -353,5 +365,40 @@ func TestValidate(t *testing.T) {
 	}
 	if err := DefaultOptions().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoisyValues checks that noisy values are deterministic, in their
+// series' band, and use a float's full precision, and that Validate
+// knows the value kinds.
+func TestNoisyValues(t *testing.T) {
+	fractional := 0
+	for id := uint64(0); id < 100; id++ {
+		for k := int64(0); k < 100; k++ {
+			v := NoisyValue(1, id, k)
+			if v != NoisyValue(1, id, k) {
+				t.Fatalf("series %d sample %d: not deterministic", id, k)
+			}
+			if v < 0 || v >= 100 {
+				t.Fatalf("series %d sample %d: %g out of [0, 100)", id, k, v)
+			}
+			if v*1e6 != math.Trunc(v*1e6) {
+				fractional++
+			}
+		}
+	}
+	if fractional < 9900 {
+		t.Errorf("%d of 10000 values have more than six decimals, want nearly all", fractional)
+	}
+	o := DefaultOptions()
+	for _, v := range []Values{"", ValuesNode, ValuesNoisy} {
+		o.Values = v
+		if err := o.Validate(); err != nil {
+			t.Errorf("values %q: %v", v, err)
+		}
+	}
+	o.Values = "random"
+	if err := o.Validate(); err == nil {
+		t.Error("values \"random\" validated")
 	}
 }
