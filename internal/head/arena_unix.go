@@ -3,7 +3,7 @@
 package head
 
 import (
-	"io"
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -58,36 +58,36 @@ func createBlockFile(path string, size int) (*blockFile, []byte, error) {
 
 // write writes b at offset off of the file.
 func (f *blockFile) write(b []byte, off int) error {
+	return f.full("write", unix.Pwrite, b, off)
+}
+
+// read reads len(b) bytes at offset off of the file into b.
+func (f *blockFile) read(b []byte, off int) error {
+	return f.full("read", unix.Pread, b, off)
+}
+
+// full calls io (pread or pwrite) until all of b is done, retrying
+// after interruptions.
+func (f *blockFile) full(op string, io func(fd int, b []byte, off int64) (int, error), b []byte, off int) error {
 	for len(b) > 0 {
-		n, err := unix.Pwrite(f.fd, b, int64(off))
+		n, err := io(f.fd, b, int64(off))
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 {
+			err = errShortIO
+		}
 		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			return &os.PathError{Op: "write", Path: f.path, Err: err}
+			return &os.PathError{Op: op, Path: f.path, Err: err}
 		}
 		b, off = b[n:], off+n
 	}
 	return nil
 }
 
-// read reads len(b) bytes at offset off of the file into b.
-func (f *blockFile) read(b []byte, off int) error {
-	for len(b) > 0 {
-		n, err := unix.Pread(f.fd, b, int64(off))
-		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			return &os.PathError{Op: "read", Path: f.path, Err: err}
-		}
-		if n == 0 {
-			return &os.PathError{Op: "read", Path: f.path, Err: io.ErrUnexpectedEOF}
-		}
-		b, off = b[n:], off+n
-	}
-	return nil
-}
+// errShortIO is a read past the end of a block file, or a write that
+// wrote nothing.
+var errShortIO = errors.New("no bytes transferred")
 
 // unmapFileBlock unmaps mem, closes the file and deletes it. Nothing in
 // it is needed: the WAL holds what the head holds.
