@@ -172,11 +172,7 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 		return nil, errors.New("--interval must be at least 1ms")
 	}
 	wo.Interval = interval.Milliseconds()
-	switch wo.Values = workload.Values(*values); wo.Values {
-	case workload.ValuesNode, workload.ValuesNoisy:
-	default:
-		return nil, fmt.Errorf("--values %q: want %s or %s", *values, workload.ValuesNode, workload.ValuesNoisy)
-	}
+	wo.Values = workload.Values(*values) // the workload validates it
 	wo.Seed = *seed
 	if *spr > 0 {
 		wo.SeriesPerRequest = *spr

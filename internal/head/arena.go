@@ -143,9 +143,13 @@ func (a *chunkArena) copy(b []byte) []byte {
 	if err := blk.file.write(b, start); err != nil {
 		a.mu.Lock()
 		// The bytes stay reserved, counted until the block is freed.
+		// The block takes no more chunks: the next goes to memory.
 		a.disableFiles(err)
 		blk.live--
-		if blk.live == 0 && blk != a.cur {
+		if blk == a.cur {
+			a.cur = nil
+		}
+		if blk.live == 0 {
 			a.unmap(blk)
 		}
 		a.mu.Unlock()
