@@ -166,3 +166,22 @@ func TestStartStopKill(t *testing.T) {
 		t.Fatalf("Died() = %v, want the log in it", err)
 	}
 }
+
+func TestMeanRSS(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := &Sampler{rss: []rssReading{
+		{at: t0, rss: 100},
+		{at: t0.Add(time.Second), rss: 200},
+		{at: t0.Add(2 * time.Second), rss: 400},
+		{at: t0.Add(3 * time.Second), rss: 800},
+	}}
+	if m, ok := s.MeanRSS(t0.Add(time.Second), t0.Add(2*time.Second)); !ok || m != 300 {
+		t.Errorf("MeanRSS over readings 2-3 = %d, %v; want 300", m, ok)
+	}
+	if m, ok := s.MeanRSS(t0, t0.Add(time.Hour)); !ok || m != 375 {
+		t.Errorf("MeanRSS over all = %d, %v; want 375", m, ok)
+	}
+	if _, ok := s.MeanRSS(t0.Add(time.Hour), t0.Add(2*time.Hour)); ok {
+		t.Error("MeanRSS with no reading in range reported ok")
+	}
+}

@@ -286,11 +286,22 @@ func (w *Ingest) Run(ctx context.Context, env *Env, t Target) (report.Figures, [
 		if peak, err := srv.peakRSS(); err == nil {
 			figs.Add("peak_rss", "server peak RSS", "MiB", report.Lower, mib(peak))
 		}
+		// Without churn every series is still written to: RSS per series
+		// is per active series.
+		perSeries := w.opts.Workload.Churn == 0
 		if m, err := proc.ReadMemory(srv.pid); err == nil {
 			figs.Add("end_rss", "server RSS at the end", "MiB", report.Lower, mib(m.RSS))
-			if w.opts.Workload.Churn == 0 {
-				// Without churn every series is still written to.
+			if perSeries {
 				figs.Add("end_rss_per_series", "server RSS at the end per series", "KiB", report.Lower, float64(m.RSS)/1024/float64(w.opts.Workload.Series))
+			}
+		}
+		// RSS at one moment depends on where the server is in its cycles
+		// of garbage collection, chunk cuts and merges; its mean over the
+		// second half of the run, once every series exists, does not.
+		if mean, ok := srv.meanRSS(started.Add(wall/2), time.Now()); ok {
+			figs.Add("mean_rss", "server mean RSS, second half", "MiB", report.Lower, mib(mean))
+			if perSeries {
+				figs.Add("mean_rss_per_series", "server mean RSS per series, second half", "KiB", report.Lower, float64(mean)/1024/float64(w.opts.Workload.Series))
 			}
 		}
 	}

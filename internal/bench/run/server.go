@@ -176,6 +176,11 @@ func (s *server) peakRSS() (int64, error) {
 	return s.sampler.Peak()
 }
 
+// meanRSS returns the process' RSS averaged from from to to, in bytes.
+func (s *server) meanRSS(from, to time.Time) (int64, bool) {
+	return s.sampler.MeanRSS(from, to)
+}
+
 // stop stops a launched server with SIGTERM and waits for it; for a
 // running one it only stops measuring.
 func (s *server) stop(env *Env) error {
