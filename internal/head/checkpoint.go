@@ -112,12 +112,14 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 	var (
 		series []*memSeries
 		starts []record.RefStartTime
+		chunks []chunkenc.Meta // checkpointEntry's, before copier.copy
 	)
 	for i := range h.series.byRef {
 		series = h.series.collect(i, series[:0])
 		for _, s := range series {
 			starts = s.appendStartTimes(starts)
-			cs := s.checkpointEntry()
+			cs := s.checkpointEntry(chunks)
+			chunks = cs.Chunks
 			if cs.Chunks, err = copier.copy(cs.Chunks); err != nil {
 				w.Close()
 				return 0, err
@@ -172,12 +174,16 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 	return written, vfs.SyncDir(h.fs(), h.opts.WALDir)
 }
 
-// checkpointEntry returns the series as a checkpoint holds it.
-func (s *memSeries) checkpointEntry() record.RefChunkSeries {
+// checkpointEntry returns the series as a checkpoint holds it, its chunks
+// appended to chunks[:0].
+func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta) record.RefChunkSeries {
 	cs := record.RefChunkSeries{Ref: s.ref, Labels: s.lset}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs.Chunks = s.chunks[:len(s.chunks):len(s.chunks)]
+	cs.Chunks = chunks[:0]
+	for _, c := range s.chunks {
+		cs.Chunks = append(cs.Chunks, c.meta())
+	}
 	if s.hasOpenSamples() {
 		// The open chunk's bytes change with every append: copy them.
 		cs.Chunks = append(cs.Chunks, chunkenc.Meta{

@@ -36,7 +36,7 @@ func BenchmarkSeriesMemory(b *testing.B) {
 		v       func(i, j int) float64
 	}{
 		{"steady", 1, steady}, {"steady", 4, steady}, {"steady", 120, steady},
-		{"noisy", 120, noisy}, {"noisy", 240, noisy},
+		{"noisy", 120, noisy}, {"noisy", 240, noisy}, {"steady", 600, steady},
 	} {
 		samples := c.samples
 		b.Run(fmt.Sprintf("values=%s/samples=%d", c.values, samples), func(b *testing.B) {

@@ -225,7 +225,7 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	}
 	// The list's exact length is known: give it an array of its own
 	// (see listSlab).
-	s.chunks = make([]chunkenc.Meta, 0, len(cs.Chunks))
+	s.chunks = make([]headChunk, 0, len(cs.Chunks))
 	for _, c := range cs.Chunks {
 		switch c.Enc {
 		case chunkenc.EncXOR, chunkenc.EncHistogram, chunkenc.EncFloatHistogram:
@@ -233,7 +233,10 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 			return fmt.Errorf("series %s: unknown chunk encoding %d", cs.Labels, c.Enc)
 		}
 		// c.Data aliases the record being replayed.
-		s.chunks = append(s.chunks, chunkenc.Meta{Data: l.h.arena.copy(c.Data), MinT: c.MinT, MaxT: c.MaxT, Enc: c.Enc})
+		if c.MaxT < c.MinT || c.MaxT-c.MinT > maxChunkSpan || len(c.Data) >= 1<<sizeBits {
+			return fmt.Errorf("series %s: a chunk of %d bytes spans [%d, %d], beyond what a head chunk may", cs.Labels, len(c.Data), c.MinT, c.MaxT)
+		}
+		s.chunks = append(s.chunks, newHeadChunk(l.h.arena.copy(c.Data), c.MinT, c.MaxT, c.Enc))
 	}
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV

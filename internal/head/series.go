@@ -28,7 +28,7 @@ type memSeries struct {
 	state seriesState
 	// chunks are the closed chunks, oldest first. Their bytes never change
 	// after the chunk is closed, so a querier may keep them without a lock.
-	chunks []chunkenc.Meta
+	chunks []headChunk
 	// head is the open chunk, nil until the first sample: an XOR chunk
 	// for floats, a histogram chunk for native histograms. A sample of
 	// another kind than the open chunk's closes it. Appends modify its
@@ -185,7 +185,7 @@ func (s *memSeries) lastEncoding() chunkenc.Encoding {
 		return s.head.Encoding()
 	}
 	if n := len(s.chunks); n > 0 {
-		return s.chunks[n-1].Enc
+		return s.chunks[n-1].encoding()
 	}
 	return 0
 }
@@ -198,7 +198,7 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 		s.closeOpen(m)
 		c = chunkenc.NewXORChunk()
 		s.head, s.headMint = c, t
-	case c.NumSamples() >= m.samples || m.crossesRange(s.headMint, t):
+	case c.NumSamples() >= m.samples || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
 		s.cut(m)
 		s.headMint = t
 	}
@@ -219,7 +219,7 @@ func (s *memSeries) closeOpen(m *chunkMem) {
 // the open chunk for the next samples, reusing its memory. Readers only
 // ever see copies of the open chunk's bytes, so none is affected.
 func (s *memSeries) cut(m *chunkMem) {
-	c := chunkenc.Meta{Data: m.arena.copy(s.head.Bytes()), MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()}
+	c := newHeadChunk(m.arena.copy(s.head.Bytes()), s.headMint, s.maxt, s.head.Encoding())
 	if m.lists != nil {
 		s.chunks = m.lists.appendChunk(s.chunks, c)
 	} else {
@@ -232,7 +232,7 @@ func (s *memSeries) cut(m *chunkMem) {
 // no sample. mu must be held.
 func (s *memSeries) mint() int64 {
 	if len(s.chunks) > 0 {
-		return s.chunks[0].MinT
+		return s.chunks[0].mint
 	}
 	if s.hasOpenSamples() {
 		return s.headMint
@@ -247,8 +247,8 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.chunks {
-		if c.MaxT >= mint && c.MinT <= maxt {
-			dst = append(dst, c)
+		if c.maxt() >= mint && c.mint <= maxt {
+			dst = append(dst, c.meta())
 		}
 	}
 	if s.hasOpenSamples() && s.maxt >= mint && s.headMint <= maxt {

@@ -56,7 +56,7 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 	if s.hasOpenSamples() {
 		data, enc = s.head.Bytes(), s.head.Encoding()
 	} else if n := len(s.chunks); n > 0 {
-		data, enc = s.chunks[n-1].Data, s.chunks[n-1].Enc
+		data, enc = s.chunks[n-1].bytes(), s.chunks[n-1].encoding()
 	}
 	switch enc {
 	case chunkenc.EncHistogram:
@@ -88,7 +88,7 @@ func (s *memSeries) appendHistogram(t int64, h *histogram.Histogram, m *chunkMem
 		s.closeOpen(m)
 		c = chunkenc.NewHistogramChunk()
 		s.head, s.headMint = c, t
-	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t):
+	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
 		s.cut(m)
 		s.headMint = t
 	}
@@ -116,7 +116,7 @@ func (s *memSeries) appendFloatHistogram(t int64, fh *histogram.FloatHistogram, 
 		s.closeOpen(m)
 		c = chunkenc.NewFloatHistogramChunk()
 		s.head, s.headMint = c, t
-	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t):
+	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
 		s.cut(m)
 		s.headMint = t
 	}

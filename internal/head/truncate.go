@@ -166,8 +166,8 @@ func (s *memSeries) truncate(mint int64, dropped [][]byte) ([][]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := 0
-	for k < len(s.chunks) && s.chunks[k].MaxT < mint {
-		dropped = append(dropped, s.chunks[k].Data)
+	for k < len(s.chunks) && s.chunks[k].maxt() < mint {
+		dropped = append(dropped, s.chunks[k].bytes())
 		k++
 	}
 	if k > 0 {

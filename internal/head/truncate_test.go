@@ -53,8 +53,8 @@ func TestChunksCutAtBlockRange(t *testing.T) {
 		t.Fatalf("%d closed chunks, want 3 (one per range before the last)", len(s.chunks))
 	}
 	for i, c := range s.chunks {
-		if lo := int64(i-1) * testRange; c.MinT != lo || c.MaxT != lo+testRange-100 {
-			t.Errorf("chunk %d spans [%d, %d], want [%d, %d]", i, c.MinT, c.MaxT, lo, lo+testRange-100)
+		if lo := int64(i-1) * testRange; c.mint != lo || c.maxt() != lo+testRange-100 {
+			t.Errorf("chunk %d spans [%d, %d], want [%d, %d]", i, c.mint, c.maxt(), lo, lo+testRange-100)
 		}
 	}
 }
