@@ -22,6 +22,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 
+	"github.com/strata-db/strata/internal/ingest"
 	"github.com/strata-db/strata/internal/ingest/remotewrite/rwpb"
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -96,7 +97,7 @@ type scratch struct {
 	// does not overwrite the labels of the series it belongs to.
 	exemplarLabels labelBuilder
 	histograms     histogramBuilder
-	rj             rejections
+	rj             ingest.Rejections
 }
 
 // scratchFree holds idle scratch for reuse. It is a bounded free list
@@ -137,7 +138,7 @@ func (sc *scratch) reset() {
 		sc.v1 = rwpb.V1Request{}
 		sc.v2 = rwpb.V2Request{}
 	}
-	sc.rj.reset()
+	sc.rj.Reset()
 }
 
 // result is what a request did, for the response.

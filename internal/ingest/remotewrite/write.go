@@ -5,74 +5,20 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/ingest"
 	"github.com/strata-db/strata/internal/ingest/remotewrite/rwpb"
 	"github.com/strata-db/strata/internal/storage"
 )
 
-// maxReportedErrors bounds how many rejections a 400 body lists; the rest
-// are counted. A sender logs the body, and one broken series repeated a
-// thousand times helps nobody.
-const maxReportedErrors = 10
-
-// rejections collects why parts of a request were refused.
-type rejections struct {
-	samples int // samples and histograms refused
-	errs    int // problems found, one per refused series or sample
-	msgs    []string
-}
-
-// add records a problem that cost n samples (0 for a series that had
-// none).
-func (rj *rejections) add(n int, err error) {
-	rj.samples += n
-	rj.errs++
-	if len(rj.msgs) < maxReportedErrors {
-		rj.msgs = append(rj.msgs, err.Error())
-	}
-}
-
-func (rj *rejections) reset() {
-	rj.samples, rj.errs = 0, 0
-	clear(rj.msgs)
-	rj.msgs = rj.msgs[:0]
-}
-
-func (rj *rejections) String(total int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d samples rejected", rj.samples, total)
-	for _, m := range rj.msgs {
-		b.WriteString("\n")
-		b.WriteString(m)
-	}
-	if rj.errs > len(rj.msgs) {
-		fmt.Fprintf(&b, "\n(%d more problems not listed)", rj.errs-len(rj.msgs))
-	}
-	return b.String()
-}
-
-// isBadData reports whether err means the data itself is invalid, so that
-// a retry cannot help.
-func isBadData(err error) bool {
-	return errors.Is(err, storage.ErrOutOfOrderSample) ||
-		errors.Is(err, storage.ErrOutOfBounds) ||
-		errors.Is(err, storage.ErrDuplicateSampleForTimestamp) ||
-		errors.Is(err, storage.ErrInvalidLabels) ||
-		errors.Is(err, storage.ErrInvalidHistogram) ||
-		errors.Is(err, storage.ErrSeriesLimit) ||
-		errors.Is(err, storage.ErrOutOfOrderExemplar) ||
-		errors.Is(err, storage.ErrExemplarLabelLength)
-}
-
 // batch is one request being appended.
 type batch struct {
 	app     storage.Appender
-	rj      *rejections
+	rj      *ingest.Rejections
 	logger  *slog.Logger
 	written written
 	total   int
@@ -96,15 +42,15 @@ func (b *batch) samples(lset labels.Labels, ss []rwpb.Sample) error {
 			b.written.samples++
 			continue
 		}
-		if !isBadData(err) {
+		if !ingest.IsBadData(err) {
 			return err
 		}
 		if errors.Is(err, storage.ErrInvalidLabels) || errors.Is(err, storage.ErrSeriesLimit) {
 			// The whole series is refused: count its samples once.
-			b.rj.add(len(ss)-i, err)
+			b.rj.Add(len(ss)-i, err)
 			return nil
 		}
-		b.rj.add(1, err)
+		b.rj.Add(1, err)
 	}
 	return nil
 }
@@ -122,14 +68,14 @@ func (b *batch) histograms(lset labels.Labels, hs []rwpb.Histogram, hb *histogra
 			b.written.histograms++
 			continue
 		}
-		if !isBadData(err) {
+		if !ingest.IsBadData(err) {
 			return err
 		}
 		if errors.Is(err, storage.ErrInvalidLabels) || errors.Is(err, storage.ErrSeriesLimit) {
-			b.rj.add(len(hs)-i, err)
+			b.rj.Add(len(hs)-i, err)
 			return nil
 		}
-		b.rj.add(1, err)
+		b.rj.Add(1, err)
 	}
 	return nil
 }
@@ -153,8 +99,8 @@ func (b *batch) exemplar(lset labels.Labels, e exemplar.Exemplar) error {
 		b.written.exemplars++
 	case ref == 0 && errors.Is(err, storage.ErrInvalidLabels):
 		b.logger.Debug("exemplar of an unknown series dropped", "err", err)
-	case isBadData(err):
-		b.rj.add(0, err)
+	case ingest.IsBadData(err):
+		b.rj.Add(0, err)
 	default:
 		return err
 	}
@@ -171,8 +117,8 @@ func (b *batch) finish(fault error) result {
 	if err := b.app.Commit(); err != nil {
 		return serverError(err)
 	}
-	if b.rj.errs > 0 {
-		return result{status: http.StatusBadRequest, msg: b.rj.String(b.total), written: b.written}
+	if b.rj.Any() {
+		return result{status: http.StatusBadRequest, msg: b.rj.Message(b.total, "samples"), written: b.written}
 	}
 	return result{status: http.StatusNoContent, written: b.written}
 }
@@ -215,7 +161,7 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 		}
 		lset, err := sc.labels.v1(ts.Labels, &h.opts.Limits)
 		if err != nil {
-			b.rj.add(len(ts.Samples)+len(ts.Histograms), err)
+			b.rj.Add(len(ts.Samples)+len(ts.Histograms), err)
 			continue
 		}
 		b.startSeries()
@@ -230,7 +176,7 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 		for _, ex := range ts.Exemplars {
 			el, err := sc.exemplarLabels.v1Exemplar(ex.Labels)
 			if err != nil {
-				b.rj.add(0, fmt.Errorf("exemplar of series %s: %w", lset, err))
+				b.rj.Add(0, fmt.Errorf("exemplar of series %s: %w", lset, err))
 				continue
 			}
 			if err := b.exemplar(lset, toExemplar(el, ex)); err != nil {
@@ -266,19 +212,19 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 		n := len(ts.Samples) + len(ts.Histograms)
 		lset, err := sc.labels.v2(ts.LabelRefs, req.Symbols, &h.opts.Limits)
 		if err != nil {
-			b.rj.add(n, err)
+			b.rj.Add(n, err)
 			continue
 		}
 		if err := checkMetadataRefs(ts.Metadata, len(req.Symbols)); err != nil {
-			b.rj.add(n, fmt.Errorf("series %s: %w", lset, err))
+			b.rj.Add(n, fmt.Errorf("series %s: %w", lset, err))
 			continue
 		}
 		switch {
 		case len(ts.Samples) > 0 && len(ts.Histograms) > 0:
-			b.rj.add(n, fmt.Errorf("series %s has both samples and histograms", lset))
+			b.rj.Add(n, fmt.Errorf("series %s has both samples and histograms", lset))
 			continue
 		case n == 0 && len(ts.Exemplars) == 0:
-			b.rj.add(0, fmt.Errorf("series %s has no samples, histograms or exemplars", lset))
+			b.rj.Add(0, fmt.Errorf("series %s has no samples, histograms or exemplars", lset))
 			continue
 		}
 		// A series with exemplars only is against the specification,
@@ -302,7 +248,7 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 		for _, ex := range ts.Exemplars {
 			el, err := sc.exemplarLabels.v2Exemplar(ex.LabelRefs, req.Symbols)
 			if err != nil {
-				b.rj.add(0, fmt.Errorf("exemplar of series %s: %w", lset, err))
+				b.rj.Add(0, fmt.Errorf("exemplar of series %s: %w", lset, err))
 				continue
 			}
 			if err := b.exemplar(lset, toExemplar(el, ex)); err != nil {
