@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/server"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -45,6 +46,16 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", lim.MaxLabelNameLength, "longest label name in bytes; 0 for no limit")
 	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
 	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders; requests over it get 429 and are retried; 0 for no limit")
+	ot := &sc.OTLP.Translation
+	fs.Int64Var(&sc.OTLP.MaxBodyBytes, "otlp.max-request-bytes", sc.OTLP.MaxBodyBytes, "largest accepted OTLP request body as sent (gzipped or not), in bytes; larger ones get 413")
+	strategy := fs.String("otlp.translation-strategy", string(ot.TranslationStrategy), "how OTLP metric and attribute names become Prometheus names, by Prometheus' names for it: UnderscoreEscapingWithSuffixes, UnderscoreEscapingWithoutSuffixes, NoUTF8EscapingWithSuffixes or NoTranslation")
+	promote := fs.String("otlp.promote-resource-attributes", "", "comma-separated resource attributes to add to every series of the resource as labels")
+	fs.BoolVar(&ot.PromoteAllResourceAttributes, "otlp.promote-all-resource-attributes", false, "add every resource attribute but those of --otlp.ignore-resource-attributes to the resource's series as labels")
+	ignore := fs.String("otlp.ignore-resource-attributes", "", "comma-separated resource attributes --otlp.promote-all-resource-attributes leaves out")
+	fs.BoolVar(&ot.KeepIdentifyingResourceAttributes, "otlp.keep-identifying-resource-attributes", false, "keep service.name, service.namespace and service.instance.id on target_info although job and instance hold them")
+	fs.BoolVar(&ot.PromoteScopeMetadata, "otlp.promote-scope-metadata", false, "add the instrumentation scope's name, version, schema URL and attributes to its series as otel_scope_* labels")
+	fs.BoolVar(&ot.ConvertHistogramsToNHCB, "otlp.convert-histograms-to-nhcb", false, "store explicit-bucket histograms as native histograms with custom buckets instead of _bucket, _sum and _count series")
+	delta := fs.String("otlp.delta", string(sc.OTLP.Delta), "what becomes of sums and histograms of delta temporality: reject (counted as rejected data points) or as-is (each delta stored as a sample of its own, as Prometheus' native delta ingestion)")
 	fs.IntVar(&sc.MaxExemplars, "storage.max-exemplars", sc.MaxExemplars, "how many exemplars to keep, the newest of all series together (about 100 bytes each); 0 keeps none")
 	fs.IntVar(&sc.MaxSeries, "storage.max-series", sc.MaxSeries, "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
 	blockDuration := fs.String("storage.block-duration", model.Duration(sc.BlockDuration).String(), "time range of the blocks the in-memory head is written to; the head holds about one and a half of them (units as Prometheus: ms, s, m, h, d, w, y)")
@@ -86,7 +97,20 @@ func parseFlags(args []string) (config, error) {
 	if sc.RetentionSize, err = parseBytes(*retentionSize); err != nil {
 		return cfg, fmt.Errorf("--retention.size: %w", err)
 	}
+	if ot.TranslationStrategy, err = otlp.ParseStrategy(*strategy); err != nil {
+		return cfg, fmt.Errorf("--otlp.translation-strategy: %w", err)
+	}
+	ot.PromoteResourceAttributes = splitList(*promote)
+	ot.IgnoreResourceAttributes = splitList(*ignore)
+	if err := otlp.ValidateTranslation(*ot); err != nil {
+		return cfg, fmt.Errorf("--otlp flags: %w", err)
+	}
+	if sc.OTLP.Delta, err = otlp.ParseDelta(*delta); err != nil {
+		return cfg, fmt.Errorf("--otlp.delta: %w", err)
+	}
 	switch {
+	case sc.OTLP.MaxBodyBytes <= 0:
+		return cfg, fmt.Errorf("--otlp.max-request-bytes must be positive")
 	case sc.WALSegmentSize < 1<<20:
 		return cfg, fmt.Errorf("--wal.segment-size %d is below the minimum of 1 MiB", sc.WALSegmentSize)
 	case sc.RemoteWriteMaxBytes <= 0:
@@ -134,10 +158,18 @@ func parseFlags(args []string) (config, error) {
 func splitFeatures(values []string) []string {
 	var out []string
 	for _, v := range values {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				out = append(out, f)
-			}
+		out = append(out, splitList(v)...)
+	}
+	return out
+}
+
+// splitList splits a comma-separated flag value, leaving out spaces
+// around the items and empty ones.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -364,6 +365,12 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--retention.time", "15 days"},
 		{"--retention.size", "10XB"},
 		{"--retention.size", "-5"},
+		{"--otlp.translation-strategy", "Underscores"},
+		{"--otlp.delta", "cumulative-please"},
+		{"--otlp.max-request-bytes", "0"},
+		{"--otlp.promote-resource-attributes", "a", "--otlp.promote-all-resource-attributes"},
+		{"--otlp.ignore-resource-attributes", "a"},
+		{"--otlp.promote-resource-attributes", "a,b,a"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -383,6 +390,15 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	}
 	if sc := cfg.server; sc.RetentionTime != 30*24*time.Hour || sc.RetentionSize != 512<<20 || sc.BlockDuration != time.Hour {
 		t.Errorf("storage flags parsed wrong: %s %d %s", sc.RetentionTime, sc.RetentionSize, sc.BlockDuration)
+	}
+	cfg, err = parseFlags([]string{"--otlp.translation-strategy", "NoUTF8EscapingWithSuffixes", "--otlp.promote-resource-attributes", " k8s.pod.name, region ",
+		"--otlp.delta", "as-is", "--otlp.promote-scope-metadata", "--otlp.convert-histograms-to-nhcb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.server.OTLP; o.Translation.TranslationStrategy != "NoUTF8EscapingWithSuffixes" || !slices.Equal(o.Translation.PromoteResourceAttributes, []string{"k8s.pod.name", "region"}) ||
+		o.Delta != "as-is" || !o.Translation.PromoteScopeMetadata || !o.Translation.ConvertHistogramsToNHCB || o.Translation.PromoteAllResourceAttributes {
+		t.Errorf("OTLP flags parsed wrong: %+v", o)
 	}
 }
 

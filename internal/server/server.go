@@ -1,4 +1,4 @@
-// Package server wires the store, remote-write, the PromQL engine and the
+// Package server wires the store, remote-write, OTLP, the PromQL engine and the
 // HTTP API into the strata server. cmd/strata turns flags into a Config;
 // tests and the benchmark tool run a server in-process with Run.
 package server
@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-db/strata/internal/api"
 	"github.com/strata-db/strata/internal/db"
+	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -39,6 +40,9 @@ type Config struct {
 	WALSync             wal.SyncPolicy
 	RemoteWriteMaxBytes int64
 	RemoteWriteLimits   remotewrite.Limits
+	// OTLP configures the OTLP receiver (its size limits, translation
+	// and delta handling); LookbackDelta is set from the query's.
+	OTLP otlp.Options
 	// MaxSeries bounds the series in the store; 0 means no limit.
 	MaxSeries int
 	// MaxExemplars is how many exemplars the store keeps; 0 keeps none.
@@ -71,6 +75,7 @@ func DefaultConfig() Config {
 		WALSegmentSize:      db.DefaultOptions().Head.WAL.SegmentSize,
 		RemoteWriteMaxBytes: remotewrite.DefaultOptions().MaxBodyBytes,
 		RemoteWriteLimits:   remotewrite.DefaultLimits(),
+		OTLP:                otlp.DefaultOptions(),
 		MaxExemplars:        db.DefaultOptions().Head.MaxExemplars,
 		BlockDuration:       time.Duration(db.DefaultOptions().Head.BlockRange) * time.Millisecond,
 		RetentionTime:       db.DefaultOptions().RetentionTime,
@@ -134,6 +139,12 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	rwOpts.Limits = cfg.RemoteWriteLimits
 	rwOpts.Logger = logger.With("component", "remote-write")
 	mux.Handle("POST /api/v1/write", httpMetrics.wrap("write", remotewrite.NewHandler(store, rwOpts)))
+	otlpOpts := cfg.OTLP
+	otlpOpts.LookbackDelta = cfg.LookbackDelta
+	otlpOpts.Logger = logger.With("component", "otlp")
+	otlpHandler := httpMetrics.wrap("otlp", otlp.NewHandler(store, otlpOpts))
+	mux.Handle("POST /v1/metrics", otlpHandler)
+	mux.Handle("POST /api/v1/otlp/v1/metrics", otlpHandler)
 
 	apiMux := http.NewServeMux()
 	api.New(api.Options{

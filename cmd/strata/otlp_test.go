@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+)
+
+// TestOTLPFromSDK exports every instrument kind with the OpenTelemetry Go
+// SDK's own OTLP/HTTP exporter, plain and gzipped, to a strata process and
+// reads the series back over the query API under the names the
+// Prometheus compatibility specification gives them.
+func TestOTLPFromSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server")
+	}
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	s.start()
+
+	for _, tc := range []struct {
+		name        string
+		compression otlpmetrichttp.Compression
+		path        string
+	}{
+		{"plain", otlpmetrichttp.NoCompression, "/v1/metrics"},
+		{"gzip", otlpmetrichttp.GzipCompression, "/api/v1/otlp/v1/metrics"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(s.addr), otlpmetrichttp.WithInsecure(),
+				otlpmetrichttp.WithURLPath(tc.path), otlpmetrichttp.WithCompression(tc.compression))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := resource.NewSchemaless(semconv.ServiceName("checkout"), semconv.ServiceNamespace(tc.name),
+				semconv.ServiceInstanceID("pod-1"), attribute.String("cloud.region", "eu-west-1"))
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+				sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(time.Hour))),
+				sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "payload.size"},
+					sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}})))
+			m := mp.Meter("shop")
+			orders, _ := m.Int64Counter("orders", metric.WithUnit("{order}"), metric.WithDescription("orders placed"))
+			inflight, _ := m.Int64UpDownCounter("requests.inflight")
+			temp, _ := m.Float64Gauge("room.temperature", metric.WithUnit("Cel"))
+			latency, _ := m.Float64Histogram("http.server.duration", metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(0.1, 0.5, 1))
+			size, _ := m.Int64Histogram("payload.size", metric.WithUnit("By"))
+			paid := metric.WithAttributes(attribute.String("state", "paid"))
+			orders.Add(ctx, 7, paid)
+			inflight.Add(ctx, 5)
+			inflight.Add(ctx, -2)
+			temp.Record(ctx, 21.5)
+			for _, v := range []float64{0.05, 0.3, 0.3, 0.7, 2} {
+				latency.Record(ctx, v)
+			}
+			for _, v := range []int64{100, 200, 400, 800} {
+				size.Record(ctx, v)
+			}
+			if err := mp.Shutdown(ctx); err != nil { // exports, and reports an export that failed
+				t.Fatal(err)
+			}
+
+			sel := `{job="` + tc.name + `/checkout",instance="pod-1"}`
+			for _, q := range []struct {
+				query string
+				want  float64
+			}{
+				{`orders_total` + sel[:len(sel)-1] + `,state="paid"}`, 7},
+				{`requests_inflight` + sel, 3},
+				{`room_temperature_celsius` + sel, 21.5},
+				{`http_server_duration_seconds_count` + sel, 5},
+				{`http_server_duration_seconds_bucket` + sel[:len(sel)-1] + `,le="0.5"}`, 3},
+				{`http_server_duration_seconds_sum` + sel, 3.35},
+				{`histogram_count(payload_size_bytes` + sel + `)`, 4},
+				{`histogram_sum(payload_size_bytes` + sel + `)`, 1500},
+				{`target_info` + sel[:len(sel)-1] + `,cloud_region="eu-west-1"}`, 1},
+			} {
+				checkQuery(t, s, q.query, q.want)
+			}
+			if _, body := s.get("/api/v1/metadata", url.Values{"metric": {"orders_total"}}); !strings.Contains(string(body), `"type":"counter"`) ||
+				!strings.Contains(string(body), `"help":"orders placed"`) {
+				t.Errorf("metadata of orders_total: %s", body)
+			}
+		})
+	}
+}
+
+// checkQuery runs an instant query now and wants one series of value
+// want.
+func checkQuery(t *testing.T, s *proc, query string, want float64) {
+	t.Helper()
+	code, body := s.get("/api/v1/query", url.Values{"query": {query}})
+	var r struct {
+		Data vectorResult `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || code != 200 || len(r.Data.Result) != 1 {
+		t.Errorf("%s: status %d, want one series: %s", query, code, body)
+		return
+	}
+	got, err := strconv.ParseFloat(r.Data.Result[0].Value[1].(string), 64)
+	if err != nil || math.Abs(got-want) > 1e-9*math.Abs(want) {
+		t.Errorf("%s = %s, want %v", query, r.Data.Result[0].Value[1], want)
+	}
+}

@@ -1,0 +1,366 @@
+// Package otlp receives OpenTelemetry metrics (OTLP/HTTP, protobuf and
+// JSON) and stores them as Prometheus series. Translation is Prometheus'
+// own (its otlptranslator packages), so that names, labels, target_info
+// and every point kind come out as a Prometheus receiving the same data
+// stores them; what differs is the answer: a request with some bad points
+// keeps the good ones and reports the rest as OTLP's partial success,
+// where Prometheus refuses the whole request.
+package otlp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/storage/remote/otlptranslator/prometheusremotewrite"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/strata-db/strata/internal/ingest"
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// Options configures the receiver.
+type Options struct {
+	// MaxBodyBytes bounds the request body as sent (gzipped or not), and
+	// MaxDecodedBytes after gunzip; larger requests get 413.
+	MaxBodyBytes    int64
+	MaxDecodedBytes int64
+	// Translation is Prometheus' otlp configuration block: naming
+	// strategy, resource attribute promotion, scope labels, histograms
+	// as native histograms with custom buckets.
+	Translation config.OTLPConfig
+	// Delta says what becomes of points of delta temporality.
+	Delta Delta
+	// LookbackDelta is the query lookback: target_info gets a sample at
+	// least this often over a request's span, so that joins with it find
+	// one.
+	LookbackDelta time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Delta is what the receiver does with points of delta temporality.
+type Delta string
+
+const (
+	// DeltaReject refuses them, counted as rejected points.
+	DeltaReject Delta = "reject"
+	// DeltaAsIs stores each delta as a sample of its own, as Prometheus'
+	// native delta ingestion does: rate() over them is wrong, sum_over_time
+	// is the increase.
+	DeltaAsIs Delta = "as-is"
+)
+
+// ParseDelta parses the value of --otlp.delta.
+func ParseDelta(s string) (Delta, error) {
+	switch d := Delta(s); d {
+	case DeltaReject, DeltaAsIs:
+		return d, nil
+	}
+	return "", fmt.Errorf("unknown delta handling %q: want %q or %q", s, DeltaReject, DeltaAsIs)
+}
+
+// ParseStrategy parses a translation strategy by Prometheus' names.
+func ParseStrategy(s string) (otlptranslator.TranslationStrategyOption, error) {
+	switch o := otlptranslator.TranslationStrategyOption(s); o {
+	case otlptranslator.UnderscoreEscapingWithSuffixes, otlptranslator.UnderscoreEscapingWithoutSuffixes,
+		otlptranslator.NoUTF8EscapingWithSuffixes, otlptranslator.NoTranslation:
+		return o, nil
+	}
+	return "", fmt.Errorf("unknown translation strategy %q: want one of %s, %s, %s, %s", s,
+		otlptranslator.UnderscoreEscapingWithSuffixes, otlptranslator.UnderscoreEscapingWithoutSuffixes,
+		otlptranslator.NoUTF8EscapingWithSuffixes, otlptranslator.NoTranslation)
+}
+
+// DefaultOptions returns the options strata runs with unless told
+// otherwise: the limits of remote-write, Prometheus' default translation.
+func DefaultOptions() Options {
+	return Options{
+		MaxBodyBytes:    32 << 20,
+		MaxDecodedBytes: 128 << 20,
+		Translation:     config.DefaultOTLPConfig,
+		Delta:           DeltaReject,
+		LookbackDelta:   5 * time.Minute,
+	}
+}
+
+// Handler serves OTLP/HTTP metrics export requests.
+type Handler struct {
+	app      storage.Appendable
+	opts     Options
+	settings prometheusremotewrite.Settings
+	logger   *slog.Logger
+	pool     sync.Pool // of *work
+}
+
+// work is what one request needs, kept for the next.
+type work struct {
+	converter *prometheusremotewrite.PrometheusConverter
+	app       appender
+	rj        ingest.Rejections
+	body      bytes.Buffer
+}
+
+// NewHandler returns a receiver writing to app.
+func NewHandler(app storage.Appendable, opts Options) *Handler {
+	t := opts.Translation
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{
+		app:    app,
+		opts:   opts,
+		logger: logger,
+		settings: prometheusremotewrite.Settings{
+			AddMetricSuffixes:                    t.TranslationStrategy.ShouldAddSuffixes(),
+			AllowUTF8:                            !t.TranslationStrategy.ShouldEscape(),
+			PromoteResourceAttributes:            prometheusremotewrite.NewPromoteResourceAttributes(t),
+			KeepIdentifyingResourceAttributes:    t.KeepIdentifyingResourceAttributes,
+			ConvertHistogramsToNHCB:              t.ConvertHistogramsToNHCB,
+			PromoteScopeMetadata:                 t.PromoteScopeMetadata,
+			AllowDeltaTemporality:                opts.Delta == DeltaAsIs,
+			LookbackDelta:                        opts.LookbackDelta,
+			LabelNameUnderscoreSanitization:      t.LabelNameUnderscoreSanitization,
+			LabelNamePreserveMultipleUnderscores: t.LabelNamePreserveMultipleUnderscores,
+		},
+	}
+	h.pool.New = func() any {
+		return &work{converter: prometheusremotewrite.NewPrometheusConverter(nil)}
+	}
+	return h
+}
+
+// Content types of OTLP/HTTP.
+const (
+	contentProtobuf = "application/x-protobuf"
+	contentJSON     = "application/json"
+)
+
+// reply is a request's outcome.
+type reply struct {
+	status int
+	code   codes.Code // the gRPC code of a failure, for its Status body
+	msg    string
+	// rejected and total are the points refused and sent, for a
+	// partial success.
+	rejected, total int
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	wk := h.pool.Get().(*work)
+	defer h.pool.Put(wk)
+	rep := h.serve(r, ct, wk)
+	if ct != contentJSON {
+		ct = contentProtobuf
+	}
+	w.Header().Set("Content-Type", ct)
+	if rep.status != http.StatusOK {
+		if rep.status == http.StatusServiceUnavailable || rep.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(rep.status)
+		_, _ = w.Write(statusBody(ct, rep))
+		return
+	}
+	resp := pmetricotlp.NewExportResponse()
+	// A message with nothing rejected is a warning, as OTLP allows.
+	if rep.rejected > 0 || rep.msg != "" {
+		resp.PartialSuccess().SetRejectedDataPoints(int64(rep.rejected))
+		resp.PartialSuccess().SetErrorMessage(rep.msg)
+	}
+	var (
+		b   []byte
+		err error
+	)
+	if ct == contentJSON {
+		b, err = resp.MarshalJSON()
+	} else {
+		b, err = resp.MarshalProto()
+	}
+	if err != nil {
+		h.logger.Error("encode OTLP response", "err", err)
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// statusBody encodes a failure as OTLP/HTTP prescribes: a google.rpc.Status
+// in the request's encoding.
+func statusBody(ct string, rep reply) []byte {
+	st := &status.Status{Code: int32(rep.code), Message: rep.msg}
+	var (
+		b   []byte
+		err error
+	)
+	if ct == contentJSON {
+		b, err = protojson.Marshal(st)
+	} else {
+		b, err = proto.Marshal(st)
+	}
+	if err != nil {
+		return []byte(rep.msg)
+	}
+	return b
+}
+
+func badRequest(format string, args ...any) reply {
+	return reply{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: fmt.Sprintf(format, args...)}
+}
+
+func (h *Handler) serve(r *http.Request, ct string, wk *work) reply {
+	if r.Method != http.MethodPost {
+		return reply{status: http.StatusMethodNotAllowed, code: codes.Unimplemented, msg: "OTLP metrics are sent with POST"}
+	}
+	if ct != contentProtobuf && ct != contentJSON {
+		return reply{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument,
+			msg: fmt.Sprintf("unsupported content type %q: want %s or %s", r.Header.Get("Content-Type"), contentProtobuf, contentJSON)}
+	}
+	body, rep, ok := h.readBody(r, wk)
+	if !ok {
+		return rep
+	}
+	req := pmetricotlp.NewExportRequest()
+	var err error
+	if ct == contentJSON {
+		err = req.UnmarshalJSON(body)
+	} else {
+		err = req.UnmarshalProto(body)
+	}
+	if err != nil {
+		return badRequest("decode OTLP metrics (%s): %v", ct, err)
+	}
+	return h.write(r.Context(), req.Metrics(), wk)
+}
+
+// readBody reads the body into wk, gunzipping it if it is sent so, within
+// the size limits.
+func (h *Handler) readBody(r *http.Request, wk *work) ([]byte, reply, bool) {
+	wk.body.Reset()
+	var src io.Reader = io.LimitReader(r.Body, h.opts.MaxBodyBytes+1)
+	limit := h.opts.MaxBodyBytes
+	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			return nil, badRequest("gzip body: %v", err), false
+		}
+		defer zr.Close()
+		src, limit = io.LimitReader(zr, h.opts.MaxDecodedBytes+1), h.opts.MaxDecodedBytes
+	default:
+		return nil, reply{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument,
+			msg: fmt.Sprintf("unsupported content encoding %q: want gzip or none", enc)}, false
+	}
+	if _, err := wk.body.ReadFrom(src); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(mbe.Limit), false
+		}
+		return nil, badRequest("read body: %v", err), false
+	}
+	if int64(wk.body.Len()) > limit {
+		return nil, tooLarge(limit), false
+	}
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		return nil, tooLarge(h.opts.MaxBodyBytes), false
+	}
+	return wk.body.Bytes(), reply{}, true
+}
+
+func tooLarge(limit int64) reply {
+	return reply{status: http.StatusRequestEntityTooLarge, code: codes.ResourceExhausted,
+		msg: fmt.Sprintf("request larger than the limit of %d bytes", limit)}
+}
+
+// write translates md into the store and says what became of its points.
+func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply {
+	app := h.app.Appender(ctx)
+	wk.rj.Reset()
+	wk.app.reset(app, &wk.rj)
+	wk.converter.Reset(&wk.app)
+	defer wk.converter.Reset(nil)
+	_, errs := wk.converter.FromMetrics(ctx, md, h.settings)
+	if wk.app.fault != nil {
+		_ = app.Rollback()
+		return serverFault(wk.app.fault)
+	}
+	if err := ctx.Err(); err != nil {
+		_ = app.Rollback()
+		return reply{status: http.StatusServiceUnavailable, code: codes.Unavailable, msg: err.Error()}
+	}
+	if err := app.Commit(); err != nil {
+		return serverFault(err)
+	}
+	// What the converter refused whole (a metric of a temporality it
+	// does not take, a name it cannot translate) comes back as errors.
+	for _, err := range unjoin(errs) {
+		wk.rj.Add(0, err)
+	}
+	total := md.DataPointCount()
+	rep := reply{status: http.StatusOK, total: total, rejected: total - wk.app.written}
+	if rep.rejected < 0 {
+		rep.rejected = 0
+	}
+	if rep.rejected > 0 || wk.rj.Any() {
+		// Points are counted as stored or not; the problems say why.
+		rep.msg = fmt.Sprintf("%d of %d data points rejected%s", rep.rejected, total, wk.rj.Details())
+	}
+	return rep
+}
+
+// unjoin returns the errors errors.Join put together, or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// serverFault maps a store failure to a status the sender retries, as
+// OTLP prescribes for a server that cannot take data for now. Nothing was
+// written.
+func serverFault(err error) reply {
+	return reply{status: http.StatusServiceUnavailable, code: codes.Unavailable, msg: err.Error()}
+}
+
+// ValidateTranslation checks the resource attribute settings as Prometheus
+// checks its otlp configuration block.
+func ValidateTranslation(c config.OTLPConfig) error {
+	if c.PromoteAllResourceAttributes {
+		if len(c.PromoteResourceAttributes) > 0 {
+			return errors.New("promoting all resource attributes and a list of them cannot be configured together")
+		}
+	} else if len(c.IgnoreResourceAttributes) > 0 {
+		return errors.New("ignored resource attributes need all resource attributes promoted")
+	}
+	seen := map[string]bool{}
+	for _, a := range append(slices.Clone(c.PromoteResourceAttributes), c.IgnoreResourceAttributes...) {
+		if seen[a] {
+			return fmt.Errorf("resource attribute %q listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
