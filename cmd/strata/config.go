@@ -47,6 +47,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
 	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders; requests over it get 429 and are retried; 0 for no limit")
 	ot := &sc.OTLP.Translation
+	// Not DefaultConfig's: a server run in-process (tests, the bench
+	// tool) should not take OTLP's port unless asked to.
+	fs.StringVar(&sc.OTLPGRPCAddress, "otlp.grpc-listen-address", ":4317", "address to serve OTLP/gRPC on (OpenTelemetry's port 4317); empty: no OTLP/gRPC")
 	fs.Int64Var(&sc.OTLP.MaxBodyBytes, "otlp.max-request-bytes", sc.OTLP.MaxBodyBytes, "largest accepted OTLP request body as sent (gzipped or not), in bytes; larger ones get 413")
 	strategy := fs.String("otlp.translation-strategy", string(ot.TranslationStrategy), "how OTLP metric and attribute names become Prometheus names, by Prometheus' names for it: UnderscoreEscapingWithSuffixes, UnderscoreEscapingWithoutSuffixes, NoUTF8EscapingWithSuffixes or NoTranslation")
 	promote := fs.String("otlp.promote-resource-attributes", "", "comma-separated resource attributes to add to every series of the resource as labels")

@@ -58,7 +58,9 @@ func freeAddr(t *testing.T) string {
 func (s *proc) start() {
 	s.t.Helper()
 	s.logs.Reset()
-	s.cmd = exec.Command(s.bin, append([]string{"--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug"}, s.args...)...)
+	// No OTLP/gRPC on its default port unless a test asks: a collector
+	// on this machine may have it.
+	s.cmd = exec.Command(s.bin, append([]string{"--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug", "--otlp.grpc-listen-address="}, s.args...)...)
 	s.cmd.Stdout = &s.logs
 	s.cmd.Stderr = &s.logs
 	if err := s.cmd.Start(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -19,28 +20,35 @@ import (
 )
 
 // TestOTLPFromSDK exports every instrument kind with the OpenTelemetry Go
-// SDK's own OTLP/HTTP exporter, plain and gzipped, to a strata process and
-// reads the series back over the query API under the names the
-// Prometheus compatibility specification gives them.
+// SDK's own OTLP exporters, HTTP (plain and gzipped) and gRPC, to a strata
+// process and reads the series back over the query API under the names
+// the Prometheus compatibility specification gives them.
 func TestOTLPFromSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	grpcAddr := freeAddr(t)
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t), args: []string{"--otlp.grpc-listen-address", grpcAddr}}
 	s.start()
 
 	for _, tc := range []struct {
-		name        string
-		compression otlpmetrichttp.Compression
-		path        string
+		name     string
+		exporter func(context.Context) (sdkmetric.Exporter, error)
 	}{
-		{"plain", otlpmetrichttp.NoCompression, "/v1/metrics"},
-		{"gzip", otlpmetrichttp.GzipCompression, "/api/v1/otlp/v1/metrics"},
+		{"http", func(ctx context.Context) (sdkmetric.Exporter, error) {
+			return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(s.addr), otlpmetrichttp.WithInsecure())
+		}},
+		{"http-gzip", func(ctx context.Context) (sdkmetric.Exporter, error) {
+			return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(s.addr), otlpmetrichttp.WithInsecure(),
+				otlpmetrichttp.WithURLPath("/api/v1/otlp/v1/metrics"), otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
+		}},
+		{"grpc-gzip", func(ctx context.Context) (sdkmetric.Exporter, error) {
+			return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(grpcAddr), otlpmetricgrpc.WithInsecure(), otlpmetricgrpc.WithCompressor("gzip"))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(s.addr), otlpmetrichttp.WithInsecure(),
-				otlpmetrichttp.WithURLPath(tc.path), otlpmetrichttp.WithCompression(tc.compression))
+			exp, err := tc.exporter(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/internal/api"
 	"github.com/strata-db/strata/internal/db"
@@ -43,6 +44,8 @@ type Config struct {
 	// OTLP configures the OTLP receiver (its size limits, translation
 	// and delta handling); LookbackDelta is set from the query's.
 	OTLP otlp.Options
+	// OTLPGRPCAddress is where OTLP/gRPC is served; empty: not at all.
+	OTLPGRPCAddress string
 	// MaxSeries bounds the series in the store; 0 means no limit.
 	MaxSeries int
 	// MaxExemplars is how many exemplars the store keeps; 0 keeps none.
@@ -99,6 +102,13 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddress, err)
 	}
+	var grpcLn net.Listener
+	if cfg.OTLPGRPCAddress != "" {
+		if grpcLn, err = net.Listen("tcp", cfg.OTLPGRPCAddress); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen for OTLP/gRPC on %s: %w", cfg.OTLPGRPCAddress, err)
+		}
+	}
 
 	dbOpts := db.DefaultOptions()
 	dbOpts.Dir = cfg.DataDir
@@ -142,7 +152,8 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	otlpOpts := cfg.OTLP
 	otlpOpts.LookbackDelta = cfg.LookbackDelta
 	otlpOpts.Logger = logger.With("component", "otlp")
-	otlpHandler := httpMetrics.wrap("otlp", otlp.NewHandler(store, otlpOpts))
+	otlpReceiver := otlp.NewHandler(store, otlpOpts)
+	otlpHandler := httpMetrics.wrap("otlp", otlpReceiver)
 	mux.Handle("POST /v1/metrics", otlpHandler)
 	mux.Handle("POST /api/v1/otlp/v1/metrics", otlpHandler)
 
@@ -185,8 +196,18 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2) // HTTP and gRPC
 	go func() { serveErr <- srv.Serve(ln) }()
+	var grpcSrv *grpc.Server
+	if grpcLn != nil {
+		grpcSrv = otlpReceiver.GRPCServer()
+		go func() {
+			if err := grpcSrv.Serve(grpcLn); err != nil {
+				serveErr <- fmt.Errorf("OTLP/gRPC: %w", err)
+			}
+		}()
+		logger.Info("OTLP/gRPC listening", "listen", grpcLn.Addr().String())
+	}
 	logger.Info("strata started", "version", cfg.Version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir)
 	if onListen != nil {
 		onListen(ln.Addr())
@@ -219,6 +240,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Warn("HTTP shutdown incomplete", "err", err)
 	}
+	if grpcSrv != nil {
+		stopGRPC(shutdownCtx, grpcSrv)
+	}
 	if err := store.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close store: %w", err)
 	}
@@ -226,4 +250,20 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		logger.Info("stopped cleanly")
 	}
 	return runErr
+}
+
+// stopGRPC lets the RPCs in flight finish, as the HTTP server's Shutdown
+// does, until ctx ends; then it cuts them off.
+func stopGRPC(ctx context.Context, s *grpc.Server) {
+	done := make(chan struct{})
+	go func() {
+		s.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.Stop()
+		<-done
+	}
 }

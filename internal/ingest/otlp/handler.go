@@ -1,5 +1,5 @@
 // Package otlp receives OpenTelemetry metrics (OTLP/HTTP, protobuf and
-// JSON) and stores them as Prometheus series. Translation is Prometheus'
+// JSON, and OTLP/gRPC) and stores them as Prometheus series. Translation is Prometheus'
 // own (its otlptranslator packages), so that names, labels, target_info
 // and every point kind come out as a Prometheus receiving the same data
 // stores them; what differs is the answer: a request with some bad points
@@ -182,11 +182,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := pmetricotlp.NewExportResponse()
-	// A message with nothing rejected is a warning, as OTLP allows.
-	if rep.rejected > 0 || rep.msg != "" {
-		resp.PartialSuccess().SetRejectedDataPoints(int64(rep.rejected))
-		resp.PartialSuccess().SetErrorMessage(rep.msg)
-	}
+	rep.partialSuccess(resp)
 	var (
 		b   []byte
 		err error
@@ -201,6 +197,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+}
+
+// partialSuccess sets resp's partial_success from a 200's reply: the
+// points rejected and why. A message with nothing rejected is a warning,
+// as OTLP allows.
+func (rep reply) partialSuccess(resp pmetricotlp.ExportResponse) {
+	if rep.rejected > 0 || rep.msg != "" {
+		resp.PartialSuccess().SetRejectedDataPoints(int64(rep.rejected))
+		resp.PartialSuccess().SetErrorMessage(rep.msg)
+	}
 }
 
 // statusBody encodes a failure as OTLP/HTTP prescribes: a google.rpc.Status
