@@ -58,7 +58,9 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&ot.KeepIdentifyingResourceAttributes, "otlp.keep-identifying-resource-attributes", false, "keep service.name, service.namespace and service.instance.id on target_info although job and instance hold them")
 	fs.BoolVar(&ot.PromoteScopeMetadata, "otlp.promote-scope-metadata", false, "add the instrumentation scope's name, version, schema URL and attributes to its series as otel_scope_* labels")
 	fs.BoolVar(&ot.ConvertHistogramsToNHCB, "otlp.convert-histograms-to-nhcb", false, "store explicit-bucket histograms as native histograms with custom buckets instead of _bucket, _sum and _count series")
-	delta := fs.String("otlp.delta", string(sc.OTLP.Delta), "what becomes of sums and histograms of delta temporality: reject (counted as rejected data points) or as-is (each delta stored as a sample of its own, as Prometheus' native delta ingestion)")
+	delta := fs.String("otlp.delta", string(sc.OTLP.Delta), "what becomes of sums and histograms of delta temporality: cumulative (each stream's deltas added up into a cumulative series, as the OpenTelemetry Collector's deltatocumulative processor does), reject (counted as rejected data points) or as-is (each delta stored as a sample of its own, as Prometheus' native delta ingestion)")
+	fs.DurationVar(&sc.OTLP.DeltaMaxStale, "otlp.delta.max-stale", sc.OTLP.DeltaMaxStale, "with --otlp.delta=cumulative, how long a delta stream is remembered after its last point; its next delta starts it again from zero under a new start time")
+	fs.IntVar(&sc.OTLP.DeltaMaxStreams, "otlp.delta.max-streams", sc.OTLP.DeltaMaxStreams, "with --otlp.delta=cumulative, most delta streams remembered; points of new streams beyond it are rejected; 0 for no limit")
 	fs.IntVar(&sc.MaxExemplars, "storage.max-exemplars", sc.MaxExemplars, "how many exemplars to keep, the newest of all series together (about 100 bytes each); 0 keeps none")
 	fs.IntVar(&sc.MaxSeries, "storage.max-series", sc.MaxSeries, "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
 	blockDuration := fs.String("storage.block-duration", model.Duration(sc.BlockDuration).String(), "time range of the blocks the in-memory head is written to; the head holds about one and a half of them (units as Prometheus: ms, s, m, h, d, w, y)")
@@ -114,6 +116,10 @@ func parseFlags(args []string) (config, error) {
 	switch {
 	case sc.OTLP.MaxBodyBytes <= 0:
 		return cfg, fmt.Errorf("--otlp.max-request-bytes must be positive")
+	case sc.OTLP.DeltaMaxStale <= 0:
+		return cfg, fmt.Errorf("--otlp.delta.max-stale must be positive")
+	case sc.OTLP.DeltaMaxStreams < 0:
+		return cfg, fmt.Errorf("--otlp.delta.max-streams must not be negative")
 	case sc.WALSegmentSize < 1<<20:
 		return cfg, fmt.Errorf("--wal.segment-size %d is below the minimum of 1 MiB", sc.WALSegmentSize)
 	case sc.RemoteWriteMaxBytes <= 0:

@@ -369,6 +369,8 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--retention.size", "-5"},
 		{"--otlp.translation-strategy", "Underscores"},
 		{"--otlp.delta", "cumulative-please"},
+		{"--otlp.delta.max-stale", "0s"},
+		{"--otlp.delta.max-streams", "-1"},
 		{"--otlp.max-request-bytes", "0"},
 		{"--otlp.promote-resource-attributes", "a", "--otlp.promote-all-resource-attributes"},
 		{"--otlp.ignore-resource-attributes", "a"},

@@ -121,3 +121,40 @@ func checkQuery(t *testing.T, s *proc, query string, want float64) {
 		t.Errorf("%s = %s, want %v", query, r.Data.Result[0].Value[1], want)
 	}
 }
+
+// TestOTLPDeltaFromSDK exports a counter and a histogram with delta
+// temporality, in three exports, and reads back their cumulative sums.
+func TestOTLPDeltaFromSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server")
+	}
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	s.start()
+	ctx := context.Background()
+	exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(s.addr), otlpmetrichttp.WithInsecure(),
+		otlpmetrichttp.WithTemporalitySelector(sdkmetric.DeltaTemporalitySelector))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(resource.NewSchemaless(semconv.ServiceName("batch"))),
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(time.Hour))))
+	m := mp.Meter("jobs")
+	done, _ := m.Int64Counter("jobs.done")
+	took, _ := m.Float64Histogram("job.duration", metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(1, 10))
+	for _, n := range []int64{3, 4, 5} {
+		done.Add(ctx, n)
+		took.Record(ctx, float64(n))
+		if err := mp.ForceFlush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // distinct export times
+	}
+	if err := mp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkQuery(t, s, `jobs_done_total{job="batch"}`, 12)
+	checkQuery(t, s, `job_duration_seconds_count{job="batch"}`, 3)
+	checkQuery(t, s, `job_duration_seconds_sum{job="batch"}`, 12)
+	checkQuery(t, s, `job_duration_seconds_bucket{job="batch",le="1"}`, 0)
+	checkQuery(t, s, `count_over_time(jobs_done_total{job="batch"}[1m])`, 3)
+}

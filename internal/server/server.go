@@ -152,7 +152,16 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	otlpOpts := cfg.OTLP
 	otlpOpts.LookbackDelta = cfg.LookbackDelta
 	otlpOpts.Logger = logger.With("component", "otlp")
-	otlpReceiver := otlp.NewHandler(store, otlpOpts)
+	otlpReceiver, err := otlp.NewHandler(store, otlpOpts)
+	if err != nil {
+		ln.Close()
+		if grpcLn != nil {
+			grpcLn.Close()
+		}
+		store.Close()
+		return fmt.Errorf("OTLP receiver: %w", err)
+	}
+	defer otlpReceiver.Close()
 	otlpHandler := httpMetrics.wrap("otlp", otlpReceiver)
 	mux.Handle("POST /v1/metrics", otlpHandler)
 	mux.Handle("POST /api/v1/otlp/v1/metrics", otlpHandler)

@@ -14,9 +14,10 @@ import (
 func FuzzHandler(f *testing.F) {
 	f.Add(encodeProto(f, testMetrics()), false)
 	f.Add(encodeJSON(f, testMetrics()), true)
+	f.Add(encodeProto(f, deltaRequest(0, 10, 2)), false)
 	f.Add([]byte(`{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"x","gauge":{"dataPoints":[{"asDouble":1,"timeUnixNano":"1"}]}}]}]}]}`), true)
 	hd := newTestHead(f)
-	h := NewHandler(hd, DefaultOptions())
+	h := newHandler(f, hd, DefaultOptions())
 	f.Fuzz(func(t *testing.T, body []byte, asJSON bool) {
 		ct := contentProtobuf
 		if asJSON {

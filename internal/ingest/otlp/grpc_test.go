@@ -37,19 +37,19 @@ func grpcClient(t *testing.T, h *Handler) pmetricotlp.GRPCClient {
 // senders retry.
 func TestGRPC(t *testing.T) {
 	hd := newTestHead(t)
-	c := grpcClient(t, NewHandler(hd, DefaultOptions()))
+	c := grpcClient(t, newHandler(t, hd, DefaultOptions()))
 	resp, err := c.Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(testMetrics()), grpc.UseCompressor("gzip"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps := resp.PartialSuccess(); ps.RejectedDataPoints() != 1 {
-		t.Errorf("partial success %d, %q; want the delta point rejected", ps.RejectedDataPoints(), ps.ErrorMessage())
+	if ps := resp.PartialSuccess(); ps.RejectedDataPoints() != 0 {
+		t.Errorf("partial success %d, %q; want none", ps.RejectedDataPoints(), ps.ErrorMessage())
 	}
-	if n := len(dump(t, hd)); n != 12 {
-		t.Errorf("%d samples stored, want 12 (as over HTTP)", n)
+	if n := len(dump(t, hd)); n != 13 {
+		t.Errorf("%d samples stored, want 13 (as over HTTP)", n)
 	}
 
-	c = grpcClient(t, NewHandler(notReady{}, DefaultOptions()))
+	c = grpcClient(t, newHandler(t, notReady{}, DefaultOptions()))
 	_, err = c.Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(testMetrics()))
 	if status.Code(err) != codes.Unavailable || !messageIs(err, storage.ErrNotReady) {
 		t.Errorf("export to a store not ready: %v, want Unavailable", err)

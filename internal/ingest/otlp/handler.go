@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/prometheus/storage/remote/otlptranslator/prometheusremotewrite"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/processor"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -46,8 +47,13 @@ type Options struct {
 	// strategy, resource attribute promotion, scope labels, histograms
 	// as native histograms with custom buckets.
 	Translation config.OTLPConfig
-	// Delta says what becomes of points of delta temporality.
-	Delta Delta
+	// Delta says what becomes of points of delta temporality. With
+	// DeltaCumulative, a stream not seen for DeltaMaxStale is forgotten
+	// (its next delta starts it again, under a new start time), and past
+	// DeltaMaxStreams (0: no limit) new streams' points are rejected.
+	Delta           Delta
+	DeltaMaxStale   time.Duration
+	DeltaMaxStreams int
 	// LookbackDelta is the query lookback: target_info gets a sample at
 	// least this often over a request's span, so that joins with it find
 	// one.
@@ -60,6 +66,10 @@ type Options struct {
 type Delta string
 
 const (
+	// DeltaCumulative adds each stream's deltas up into a cumulative
+	// series, as the OpenTelemetry Collector's deltatocumulative
+	// processor does (it is the one used).
+	DeltaCumulative Delta = "cumulative"
 	// DeltaReject refuses them, counted as rejected points.
 	DeltaReject Delta = "reject"
 	// DeltaAsIs stores each delta as a sample of its own, as Prometheus'
@@ -71,10 +81,10 @@ const (
 // ParseDelta parses the value of --otlp.delta.
 func ParseDelta(s string) (Delta, error) {
 	switch d := Delta(s); d {
-	case DeltaReject, DeltaAsIs:
+	case DeltaCumulative, DeltaReject, DeltaAsIs:
 		return d, nil
 	}
-	return "", fmt.Errorf("unknown delta handling %q: want %q or %q", s, DeltaReject, DeltaAsIs)
+	return "", fmt.Errorf("unknown delta handling %q: want %q, %q or %q", s, DeltaCumulative, DeltaReject, DeltaAsIs)
 }
 
 // ParseStrategy parses a translation strategy by Prometheus' names.
@@ -96,7 +106,8 @@ func DefaultOptions() Options {
 		MaxBodyBytes:    32 << 20,
 		MaxDecodedBytes: 128 << 20,
 		Translation:     config.DefaultOTLPConfig,
-		Delta:           DeltaReject,
+		Delta:           DeltaCumulative,
+		DeltaMaxStale:   5 * time.Minute,
 		LookbackDelta:   5 * time.Minute,
 	}
 }
@@ -108,6 +119,9 @@ type Handler struct {
 	settings prometheusremotewrite.Settings
 	logger   *slog.Logger
 	pool     sync.Pool // of *work
+	// d2c turns deltas into cumulative points, if Delta is
+	// DeltaCumulative.
+	d2c processor.Metrics
 }
 
 // work is what one request needs, kept for the next.
@@ -116,10 +130,11 @@ type work struct {
 	app       appender
 	rj        ingest.Rejections
 	body      bytes.Buffer
+	rep       reply // of the conversion behind the delta processor
 }
 
-// NewHandler returns a receiver writing to app.
-func NewHandler(app storage.Appendable, opts Options) *Handler {
+// NewHandler returns a receiver writing to app. Close it when done.
+func NewHandler(app storage.Appendable, opts Options) (*Handler, error) {
 	t := opts.Translation
 	logger := opts.Logger
 	if logger == nil {
@@ -145,7 +160,22 @@ func NewHandler(app storage.Appendable, opts Options) *Handler {
 	h.pool.New = func() any {
 		return &work{converter: prometheusremotewrite.NewPrometheusConverter(nil)}
 	}
-	return h
+	if opts.Delta == DeltaCumulative {
+		d2c, err := newDeltaToCumulative(h, opts.DeltaMaxStale, opts.DeltaMaxStreams)
+		if err != nil {
+			return nil, err
+		}
+		h.d2c = d2c
+	}
+	return h, nil
+}
+
+// Close stops the delta conversion's eviction of stale streams.
+func (h *Handler) Close() error {
+	if h.d2c == nil {
+		return nil
+	}
+	return h.d2c.Shutdown(context.Background())
 }
 
 // Content types of OTLP/HTTP.
@@ -299,8 +329,21 @@ func tooLarge(limit int64) reply {
 
 // write translates md into the store and says what became of its points.
 func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply {
-	app := h.app.Appender(ctx)
+	if h.d2c != nil && hasDelta(md) {
+		return h.writeDeltas(ctx, md, wk)
+	}
 	wk.rj.Reset()
+	rep := h.convert(ctx, md, wk)
+	if rep.status != http.StatusOK {
+		return rep
+	}
+	return h.outcome(md.DataPointCount(), wk)
+}
+
+// convert translates md into the store and commits. It answers a failure;
+// for a success, outcome tells what became of the points.
+func (h *Handler) convert(ctx context.Context, md pmetric.Metrics, wk *work) reply {
+	app := h.app.Appender(ctx)
 	wk.app.reset(app, &wk.rj)
 	wk.converter.Reset(&wk.app)
 	defer wk.converter.Reset(nil)
@@ -321,13 +364,14 @@ func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply
 	for _, err := range unjoin(errs) {
 		wk.rj.Add(0, err)
 	}
-	total := md.DataPointCount()
-	rep := reply{status: http.StatusOK, total: total, rejected: total - wk.app.written}
-	if rep.rejected < 0 {
-		rep.rejected = 0
-	}
+	return reply{status: http.StatusOK}
+}
+
+// outcome is the answer to a request of total points that went in: the
+// points not counted as stored are rejected, and the problems say why.
+func (h *Handler) outcome(total int, wk *work) reply {
+	rep := reply{status: http.StatusOK, total: total, rejected: max(total-wk.app.written, 0)}
 	if rep.rejected > 0 || wk.rj.Any() {
-		// Points are counted as stored or not; the problems say why.
 		rep.msg = fmt.Sprintf("%d of %d data points rejected%s", rep.rejected, total, wk.rj.Details())
 	}
 	return rep

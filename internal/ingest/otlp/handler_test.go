@@ -40,6 +40,17 @@ func newTestHead(t testing.TB) *head.Head {
 	return h
 }
 
+// newHandler returns a receiver closed with the test.
+func newHandler(t testing.TB, app storage.Appendable, opts Options) *Handler {
+	t.Helper()
+	h, err := NewHandler(app, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
 // t0 is the time of the test points: a round second, as the stored
 // milliseconds are.
 var t0 = time.Unix(1_700_000_000, 0)
@@ -181,7 +192,7 @@ func post(h http.Handler, path, contentType, encoding string, body []byte) *http
 }
 
 // response decodes a 200's ExportMetricsServiceResponse.
-func response(t *testing.T, w *httptest.ResponseRecorder) pmetricotlp.ExportResponse {
+func response(t testing.TB, w *httptest.ResponseRecorder) pmetricotlp.ExportResponse {
 	t.Helper()
 	if w.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", w.Code, w.Body)
@@ -237,6 +248,7 @@ func TestTranslation(t *testing.T) {
 	id := `instance="i-1", job="prod/shop"`
 	want := []string{
 		fmt.Sprintf(`{__name__="http_requests_total", code="200", %s} %d 42`, id, ms),
+		fmt.Sprintf(`{__name__="jobs_done_total", %s} %d 5`, id, ms),
 		fmt.Sprintf(`{__name__="latency_seconds_bucket", %s, le="+Inf"} %d 6`, id, ms),
 		fmt.Sprintf(`{__name__="latency_seconds_bucket", %s, le="0.1"} %d 2`, id, ms),
 		fmt.Sprintf(`{__name__="latency_seconds_bucket", %s, le="1"} %d 5`, id, ms),
@@ -260,12 +272,12 @@ func TestTranslation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hd := newTestHead(t)
-			h := NewHandler(hd, DefaultOptions())
+			h := newHandler(t, hd, DefaultOptions())
 			resp := response(t, post(h, tc.path, tc.ct, tc.enc, tc.body(t, testMetrics())))
-			// The delta sum is refused by default; all else is stored.
-			ps := resp.PartialSuccess()
-			if ps.RejectedDataPoints() != 1 || !strings.Contains(ps.ErrorMessage(), "1 of 6 data points rejected") || !strings.Contains(ps.ErrorMessage(), "jobs.done") {
-				t.Errorf("partial success: %d rejected, %q; want the delta sum's one point", ps.RejectedDataPoints(), ps.ErrorMessage())
+			// The delta sum becomes a cumulative one, starting at its
+			// first delta.
+			if ps := resp.PartialSuccess(); ps.RejectedDataPoints() != 0 || ps.ErrorMessage() != "" {
+				t.Errorf("partial success: %d rejected, %q", ps.RejectedDataPoints(), ps.ErrorMessage())
 			}
 			if got := dump(t, hd); !slices.Equal(got, want) {
 				t.Errorf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -285,7 +297,7 @@ func TestTranslation(t *testing.T) {
 // time are kept.
 func TestExemplarsAndStartTimes(t *testing.T) {
 	hd := newTestHead(t)
-	h := NewHandler(hd, DefaultOptions())
+	h := newHandler(t, hd, DefaultOptions())
 	response(t, post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, testMetrics())))
 	eq, err := hd.ExemplarQuerier(context.Background())
 	if err != nil {
@@ -325,12 +337,28 @@ func TestExemplarsAndStartTimes(t *testing.T) {
 	}
 }
 
+// TestDeltaReject refuses deltas when told to, counting their points.
+func TestDeltaReject(t *testing.T) {
+	hd := newTestHead(t)
+	opts := DefaultOptions()
+	opts.Delta = DeltaReject
+	h := newHandler(t, hd, opts)
+	resp := response(t, post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, testMetrics())))
+	ps := resp.PartialSuccess()
+	if ps.RejectedDataPoints() != 1 || !strings.Contains(ps.ErrorMessage(), "1 of 6 data points rejected") || !strings.Contains(ps.ErrorMessage(), "jobs.done") {
+		t.Errorf("partial success: %d rejected, %q; want the delta sum's one point", ps.RejectedDataPoints(), ps.ErrorMessage())
+	}
+	if got := len(dump(t, hd)); got != 12 {
+		t.Errorf("%d samples stored, want 12: all but the delta's", got)
+	}
+}
+
 // TestDeltaAsIs stores deltas as samples when told to.
 func TestDeltaAsIs(t *testing.T) {
 	hd := newTestHead(t)
 	opts := DefaultOptions()
 	opts.Delta = DeltaAsIs
-	h := NewHandler(hd, opts)
+	h := newHandler(t, hd, opts)
 	resp := response(t, post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, testMetrics())))
 	if n := resp.PartialSuccess().RejectedDataPoints(); n != 0 {
 		t.Errorf("%d points rejected: %s", n, resp.PartialSuccess().ErrorMessage())
@@ -348,7 +376,7 @@ func TestDeltaAsIs(t *testing.T) {
 // explained while the others of the request are kept.
 func TestPartialSuccess(t *testing.T) {
 	hd := newTestHead(t)
-	h := NewHandler(hd, DefaultOptions())
+	h := newHandler(t, hd, DefaultOptions())
 	gauge := func(name string, at time.Time, v float64) pmetric.Metrics {
 		md := pmetric.NewMetrics()
 		m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
@@ -383,7 +411,7 @@ func TestBadRequests(t *testing.T) {
 	opts := DefaultOptions()
 	opts.MaxBodyBytes = 1 << 10
 	opts.MaxDecodedBytes = 4 << 10
-	h := NewHandler(hd, opts)
+	h := newHandler(t, hd, opts)
 	big := bytes.Repeat([]byte{0}, 64<<10) // gzips to far below the body limit
 	for _, tc := range []struct {
 		name, ct, enc string
@@ -425,7 +453,7 @@ func TestBadRequests(t *testing.T) {
 // TestNotReady answers a store that cannot take writes with a status the
 // sender retries.
 func TestNotReady(t *testing.T) {
-	h := NewHandler(notReady{}, DefaultOptions())
+	h := newHandler(t, notReady{}, DefaultOptions())
 	w := post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, testMetrics()))
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("status %d, Retry-After %q; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
@@ -454,7 +482,7 @@ func (notReadyApp) Rollback() error                            { return nil }
 // number of samples instead of one every half lookback over ten years.
 func TestTargetInfoSpan(t *testing.T) {
 	hd := newTestHead(t)
-	h := NewHandler(hd, DefaultOptions())
+	h := newHandler(t, hd, DefaultOptions())
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	rm.Resource().Attributes().PutStr("service.name", "s")

@@ -1,0 +1,109 @@
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/deltatocumulativeprocessor"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.uber.org/zap"
+)
+
+// newDeltaToCumulative returns the OpenTelemetry Collector's
+// deltatocumulative processor, started, in front of h's conversion: the
+// reference behaviour for streams, gaps, out-of-order and duplicate
+// deltas, and eviction of streams not seen for maxStale. Past maxStreams
+// (0: no limit) the points of new streams are dropped.
+func newDeltaToCumulative(h *Handler, maxStale time.Duration, maxStreams int) (processor.Metrics, error) {
+	fac := deltatocumulativeprocessor.NewFactory()
+	cfg := fac.CreateDefaultConfig().(*deltatocumulativeprocessor.Config)
+	cfg.MaxStale = maxStale
+	if maxStreams > 0 {
+		cfg.MaxStreams = maxStreams
+	}
+	set := processor.Settings{
+		ID:                component.NewID(fac.Type()),
+		TelemetrySettings: component.TelemetrySettings{Logger: zap.NewNop(), MeterProvider: noop.NewMeterProvider()},
+	}
+	next, err := consumer.NewMetrics(h.consumeCumulative)
+	if err != nil {
+		return nil, err
+	}
+	p, err := fac.CreateMetrics(context.Background(), set, cfg, next)
+	if err != nil {
+		return nil, fmt.Errorf("delta to cumulative: %w", err)
+	}
+	if err := p.Start(context.Background(), nil); err != nil {
+		return nil, fmt.Errorf("delta to cumulative: %w", err)
+	}
+	return p, nil
+}
+
+// workKey carries a request's work through the processor to
+// consumeCumulative.
+type workKey struct{}
+
+// consumeCumulative converts what the processor passes on, all of it
+// cumulative now, into the store, leaving the outcome in the request's
+// work.
+func (h *Handler) consumeCumulative(ctx context.Context, md pmetric.Metrics) error {
+	wk := ctx.Value(workKey{}).(*work)
+	wk.rep = h.convert(ctx, md, wk)
+	return nil
+}
+
+// writeDeltas writes md, which has points of delta temporality, through
+// the processor. Points the processor drops (older than the stream's
+// last, of a stream over the limit) are counted as rejected.
+func (h *Handler) writeDeltas(ctx context.Context, md pmetric.Metrics, wk *work) reply {
+	total := md.DataPointCount()
+	wk.rj.Reset()
+	wk.app.reset(nil, &wk.rj) // if nothing is left to convert
+	wk.rep = reply{status: http.StatusOK}
+	// The processor calls consumeCumulative before it returns, and only
+	// if any point is left.
+	if err := h.d2c.ConsumeMetrics(context.WithValue(ctx, workKey{}, wk), md); err != nil {
+		return serverFault(err)
+	}
+	rep := wk.rep
+	if rep.status != http.StatusOK {
+		return rep
+	}
+	if dropped := total - md.DataPointCount(); dropped > 0 {
+		wk.rj.Add(0, fmt.Errorf("%d delta points dropped by the conversion to cumulative: older than their stream's newest, or of a stream beyond --otlp.delta.max-streams", dropped))
+	}
+	return h.outcome(total, wk)
+}
+
+// hasDelta reports whether md has a sum or histogram of delta temporality.
+func hasDelta(md pmetric.Metrics) bool {
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				m := ms.At(k)
+				var t pmetric.AggregationTemporality
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					t = m.Sum().AggregationTemporality()
+				case pmetric.MetricTypeHistogram:
+					t = m.Histogram().AggregationTemporality()
+				case pmetric.MetricTypeExponentialHistogram:
+					t = m.ExponentialHistogram().AggregationTemporality()
+				}
+				if t == pmetric.AggregationTemporalityDelta {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
