@@ -122,7 +122,7 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 	} else {
 		wo, protocol = &cfg.load.Workload, &cfg.load.Protocol
 	}
-	protoFlag := fs.String("protocol", string(*protocol), "remote-write protocol: 1.0 or 2.0")
+	protoFlag := fs.String("protocol", string(*protocol), "1.0 or 2.0 (remote-write), or otlp (OTLP/HTTP, gzipped protobuf: give the OTLP endpoint as --url or --write-path, e.g. /v1/metrics on strata, /api/v1/otlp/v1/metrics on Prometheus, /opentelemetry/v1/metrics on VictoriaMetrics)")
 	seed := fs.Uint64("seed", wo.Seed, "seed of the generated labels and values (against --url, the default is the clock, so a repeat run sends new series)")
 	fs.IntVar(&wo.Series, "series", wo.Series, "number of series")
 	fs.IntVar(&wo.Labels, "labels", wo.Labels, fmt.Sprintf("labels per series besides __name__ (%d to %d)", workload.MinLabels, workload.MaxLabels))

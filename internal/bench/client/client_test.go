@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+
 	"github.com/strata-db/strata/internal/bench/workload"
 )
 
@@ -135,5 +137,27 @@ func TestPoll(t *testing.T) {
 	defer cancel2()
 	if err := Poll(short, nil, never); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Poll past deadline = %v", err)
+	}
+}
+
+// TestWriterOTLP checks OTLP's headers and that a partial success's
+// rejected points are read from a 200.
+func TestWriterOTLP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Content-Encoding") != "gzip" || r.Header.Get("Content-Type") != "application/x-protobuf" ||
+			r.Header.Get("X-Prometheus-Remote-Write-Version") != "" {
+			http.Error(w, "bad headers", http.StatusUnsupportedMediaType)
+			return
+		}
+		resp := pmetricotlp.NewExportResponse()
+		resp.PartialSuccess().SetRejectedDataPoints(3)
+		resp.PartialSuccess().SetErrorMessage("3 of 10 data points rejected")
+		b, _ := resp.MarshalProto()
+		w.Write(b)
+	}))
+	defer srv.Close()
+	res, err := NewWriter(srv.URL, workload.OTLP, NewHTTPClient(1)).Write(context.Background(), []byte("body"))
+	if err != nil || res.Status != 200 || res.Rejected != 3 || res.Body != "3 of 10 data points rejected" {
+		t.Fatalf("Write = %+v, %v", res, err)
 	}
 }

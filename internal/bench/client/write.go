@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+
 	"github.com/strata-db/strata/internal/bench/workload"
 )
 
@@ -34,6 +36,8 @@ type WriteResult struct {
 	Latency time.Duration
 	// Body is the start of an error response, for the report.
 	Body string
+	// Rejected is the points an OTLP server's partial success rejected.
+	Rejected int
 }
 
 // maxErrorBody bounds how much of an error response is kept: enough for
@@ -49,8 +53,10 @@ func (w *Writer) Write(ctx context.Context, body []byte) (WriteResult, error) {
 		return WriteResult{}, err
 	}
 	req.Header.Set("Content-Type", w.protocol.ContentType())
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", w.protocol.Version())
+	req.Header.Set("Content-Encoding", w.protocol.ContentEncoding())
+	if w.protocol != workload.OTLP {
+		req.Header.Set("X-Prometheus-Remote-Write-Version", w.protocol.Version())
+	}
 	req.Header.Set("User-Agent", "strata-bench")
 	start := time.Now()
 	resp, err := w.http.Do(req)
@@ -61,6 +67,14 @@ func (w *Writer) Write(ctx context.Context, body []byte) (WriteResult, error) {
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		res.Body = string(b)
+	} else if w.protocol == workload.OTLP {
+		// A 200 may still reject points: OTLP's partial success.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		r := pmetricotlp.NewExportResponse()
+		if r.UnmarshalProto(b) == nil && r.PartialSuccess().RejectedDataPoints() > 0 {
+			res.Rejected = int(r.PartialSuccess().RejectedDataPoints())
+			res.Body = r.PartialSuccess().ErrorMessage()
+		}
 	}
 	// Drain the body so the connection is reused.
 	_, err = io.Copy(io.Discard, resp.Body)

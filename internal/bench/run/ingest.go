@@ -312,7 +312,7 @@ func (w *Ingest) Run(ctx context.Context, env *Env, t Target) (report.Figures, [
 	figs.Add("samples_sent", "samples sent", "samples", report.Neither, float64(total.samplesSent))
 	figs.Add("samples_accepted", "samples accepted", "samples", report.Neither, float64(total.samplesAccepted))
 	if total.samplesSent > 0 {
-		figs.Add("wire_bytes_per_sample", "request bytes per sample (snappy)", "B/sample", report.Neither, float64(total.bytesSent)/float64(total.samplesSent))
+		figs.Add("wire_bytes_per_sample", "request bytes per sample (compressed)", "B/sample", report.Neither, float64(total.bytesSent)/float64(total.samplesSent))
 	}
 	figs.Add("timed_seconds", "timed window", "s", report.Neither, secs)
 

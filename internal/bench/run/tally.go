@@ -37,10 +37,12 @@ func (t *tally) record(r request, res client.WriteResult, err error) {
 	case res.Written >= 0:
 		t.samplesAccepted += int64(min(res.Written, r.samples))
 	case res.Status/100 == 2:
-		t.samplesAccepted += int64(r.samples)
+		t.samplesAccepted += int64(max(r.samples-res.Rejected, 0))
 	}
 	if res.Status/100 != 2 {
 		t.fail("HTTP "+strconv.Itoa(res.Status), res.Body)
+	} else if res.Rejected > 0 {
+		t.fail("partial success", res.Body)
 	}
 }
 

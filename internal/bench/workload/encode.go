@@ -17,17 +17,22 @@ const (
 	// V2 is remote-write 2.0: io.prometheus.write.v2.Request, with a
 	// symbol table and metadata per series.
 	V2 Protocol = "2.0"
+	// OTLP is OTLP/HTTP: a gzipped ExportMetricsServiceRequest in
+	// protobuf (see buildOTLP).
+	OTLP Protocol = "otlp"
 )
 
-// ParseProtocol accepts "1.0", "1", "2.0" and "2".
+// ParseProtocol accepts "1.0", "1", "2.0", "2" and "otlp".
 func ParseProtocol(s string) (Protocol, error) {
 	switch s {
 	case "1.0", "1":
 		return V1, nil
 	case "2.0", "2":
 		return V2, nil
+	case "otlp":
+		return OTLP, nil
 	}
-	return "", fmt.Errorf("unknown remote-write protocol %q: want 1.0 or 2.0", s)
+	return "", fmt.Errorf("unknown protocol %q: want 1.0 or 2.0 (remote-write) or otlp", s)
 }
 
 // ContentType returns the Content-Type header of a request body.
@@ -36,6 +41,14 @@ func (p Protocol) ContentType() string {
 		return "application/x-protobuf;proto=io.prometheus.write.v2.Request"
 	}
 	return "application/x-protobuf"
+}
+
+// ContentEncoding returns the Content-Encoding header of a request body.
+func (p Protocol) ContentEncoding() string {
+	if p == OTLP {
+		return "gzip"
+	}
+	return "snappy"
 }
 
 // Version returns the X-Prometheus-Remote-Write-Version header value.
@@ -86,9 +99,15 @@ func (e *Encoder) Append(dst []byte, c int, q int64) ([]byte, Info, error) {
 	info := Info{Round: s.Round(c, q), Series: len(e.ids)}
 	info.Samples = info.Series * s.opts.SamplesPerSeries
 	var err error
-	if e.protocol == V2 {
+	switch e.protocol {
+	case V2:
 		err = e.buildV2(info.Round)
-	} else {
+	case OTLP:
+		if err = e.buildOTLP(info.Round); err == nil {
+			// Already compressed.
+			return append(dst, e.raw...), info, nil
+		}
+	default:
 		err = e.buildV1(info.Round)
 	}
 	if err != nil {

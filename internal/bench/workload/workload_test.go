@@ -3,14 +3,20 @@ package workload
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 )
 
 func testOptions() Options {
@@ -400,5 +406,80 @@ func TestNoisyValues(t *testing.T) {
 	o.Values = "random"
 	if err := o.Validate(); err == nil {
 		t.Error("values \"random\" validated")
+	}
+}
+
+// TestDecodeOTLP decodes an OTLP request and finds every series of the
+// request, with its labels (job and instance from the resource) and
+// samples, as remote-write would send them.
+func TestDecodeOTLP(t *testing.T) {
+	o := testOptions()
+	s := mustSchedule(t, o)
+	body, info, err := NewEncoder(s, OTLP).Append(nil, 1, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := pmetricotlp.NewExportRequest()
+	if err := req.UnmarshalProto(raw); err != nil {
+		t.Fatal(err)
+	}
+	// Each point back as remote-write's labels and sample.
+	got := map[string][]prompb.Sample{}
+	rms := req.Metrics().ResourceMetrics()
+	for i := range rms.Len() {
+		res := rms.At(i).Resource().Attributes()
+		job, _ := res.Get("service.name")
+		inst, _ := res.Get("service.instance.id")
+		ms := rms.At(i).ScopeMetrics().At(0).Metrics()
+		for j := range ms.Len() {
+			m := ms.At(j)
+			var dps pmetric.NumberDataPointSlice
+			switch m.Type() {
+			case pmetric.MetricTypeGauge:
+				dps = m.Gauge().DataPoints()
+			case pmetric.MetricTypeSum:
+				if !m.Sum().IsMonotonic() || m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityCumulative {
+					t.Fatalf("%s: a sum that is not a cumulative counter", m.Name())
+				}
+				dps = m.Sum().DataPoints()
+			default:
+				t.Fatalf("%s: a %s", m.Name(), m.Type())
+			}
+			for k := range dps.Len() {
+				p := dps.At(k)
+				lbls := map[string]string{"__name__": m.Name(), "job": job.Str(), "instance": inst.Str()}
+				p.Attributes().Range(func(k string, v pcommon.Value) bool { lbls[k] = v.Str(); return true })
+				key := fmt.Sprint(labels.FromMap(lbls))
+				got[key] = append(got[key], prompb.Sample{Timestamp: int64(p.Timestamp()) / 1e6, Value: p.DoubleValue()})
+			}
+		}
+	}
+	ids := s.AppendSeries(nil, 1, 7)
+	if len(got) != len(ids) || info.Samples != len(ids)*o.SamplesPerSeries {
+		t.Fatalf("%d series, info %+v; want %d series", len(got), info, len(ids))
+	}
+	for _, id := range ids {
+		m := map[string]string{}
+		for _, l := range AppendLabels(nil, o.Seed, id, o.Labels) {
+			m[l.Name] = l.Value
+		}
+		key := fmt.Sprint(labels.FromMap(m))
+		samples := got[key]
+		if len(samples) != o.SamplesPerSeries {
+			t.Fatalf("series %s: %d samples, want %d", key, len(samples), o.SamplesPerSeries)
+		}
+		for j, smp := range samples {
+			if smp.Timestamp != s.Timestamp(info.Round, j) || smp.Value != Value(o.Seed, id, s.SampleIndex(info.Round, j)) {
+				t.Fatalf("series %s sample %d = %+v", key, j, smp)
+			}
+		}
 	}
 }
