@@ -96,11 +96,18 @@ func TestOTLPFromSDK(t *testing.T) {
 			} {
 				checkQuery(t, s, q.query, q.want)
 			}
+			if _, body := s.get("/metrics", nil); !strings.Contains(string(body), `strata_ingest_received_total{receiver="otlp"}`) {
+				t.Errorf("/metrics has no strata_ingest_received_total for OTLP")
+			}
 			if _, body := s.get("/api/v1/metadata", url.Values{"metric": {"orders_total"}}); !strings.Contains(string(body), `"type":"counter"`) ||
 				!strings.Contains(string(body), `"help":"orders placed"`) {
 				t.Errorf("metadata of orders_total: %s", body)
 			}
 		})
+	}
+	if _, body := s.get("/metrics", nil); !strings.Contains(string(body),
+		`strata_grpc_request_duration_seconds_count{code="OK",method="/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"} 1`) {
+		t.Errorf("/metrics does not count the gRPC export")
 	}
 }
 

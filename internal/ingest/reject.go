@@ -33,9 +33,10 @@ const maxReportedErrors = 10
 
 // Rejections collects why parts of a request were refused.
 type Rejections struct {
-	refused int // samples or points refused
-	errs    int // problems found, one per refused series or sample
-	msgs    []string
+	refused  int // samples or points refused
+	errs     int // problems found, one per refused series or sample
+	msgs     []string
+	byReason [nReasons]int // the problems by reason
 }
 
 // Add records a problem that cost n samples or points (0 for one that
@@ -43,6 +44,7 @@ type Rejections struct {
 func (rj *Rejections) Add(n int, err error) {
 	rj.refused += n
 	rj.errs++
+	rj.byReason[reasonOf(err)]++
 	if len(rj.msgs) < maxReportedErrors {
 		rj.msgs = append(rj.msgs, err.Error())
 	}
@@ -57,6 +59,7 @@ func (rj *Rejections) Any() bool { return rj.errs > 0 }
 // Reset empties rj for another request, keeping its memory.
 func (rj *Rejections) Reset() {
 	rj.refused, rj.errs = 0, 0
+	rj.byReason = [nReasons]int{}
 	clear(rj.msgs)
 	rj.msgs = rj.msgs[:0]
 }

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	"github.com/strata-db/strata/internal/db"
 	"github.com/strata-db/strata/internal/head"
@@ -151,3 +154,19 @@ func (w *statusWriter) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// grpcMetrics times gRPC calls by method and status code.
+func grpcMetrics(reg prometheus.Registerer) grpc.UnaryServerInterceptor {
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strata_grpc_request_duration_seconds",
+		Help:    "Time to answer gRPC calls (OTLP/gRPC), by method and status code.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"method", "code"})
+	reg.MustRegister(duration)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := handler(ctx, req)
+		duration.WithLabelValues(info.FullMethod, status.Code(err).String()).Observe(time.Since(start).Seconds())
+		return resp, err
+	}
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/strata-db/strata/internal/api"
 	"github.com/strata-db/strata/internal/db"
+	"github.com/strata-db/strata/internal/ingest"
 	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
 	"github.com/strata-db/strata/internal/wal"
@@ -148,10 +149,13 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	rwOpts.MaxBodyBytes = cfg.RemoteWriteMaxBytes
 	rwOpts.Limits = cfg.RemoteWriteLimits
 	rwOpts.Logger = logger.With("component", "remote-write")
+	ingestMetrics := ingest.NewMetricsVecs(reg)
+	rwOpts.Metrics = ingestMetrics.ForReceiver("remote-write")
 	mux.Handle("POST /api/v1/write", httpMetrics.wrap("write", remotewrite.NewHandler(store, rwOpts)))
 	otlpOpts := cfg.OTLP
 	otlpOpts.LookbackDelta = cfg.LookbackDelta
 	otlpOpts.Logger = logger.With("component", "otlp")
+	otlpOpts.Metrics = ingestMetrics.ForReceiver("otlp")
 	otlpReceiver, err := otlp.NewHandler(store, otlpOpts)
 	if err != nil {
 		ln.Close()
@@ -209,7 +213,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	var grpcSrv *grpc.Server
 	if grpcLn != nil {
-		grpcSrv = otlpReceiver.GRPCServer()
+		grpcSrv = otlpReceiver.GRPCServer(grpc.UnaryInterceptor(grpcMetrics(reg)))
 		go func() {
 			if err := grpcSrv.Serve(grpcLn); err != nil {
 				serveErr <- fmt.Errorf("OTLP/gRPC: %w", err)

@@ -60,6 +60,9 @@ type Options struct {
 	LookbackDelta time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Metrics counts what requests brought and what was refused; nil
+	// counts nothing.
+	Metrics *ingest.Metrics
 }
 
 // Delta is what the receiver does with points of delta temporality.
@@ -371,6 +374,7 @@ func (h *Handler) convert(ctx context.Context, md pmetric.Metrics, wk *work) rep
 // points not counted as stored are rejected, and the problems say why.
 func (h *Handler) outcome(total int, wk *work) reply {
 	rep := reply{status: http.StatusOK, total: total, rejected: max(total-wk.app.written, 0)}
+	h.opts.Metrics.Observe(total, rep.rejected, &wk.rj)
 	if rep.rejected > 0 || wk.rj.Any() {
 		rep.msg = fmt.Sprintf("%d of %d data points rejected%s", rep.rejected, total, wk.rj.Details())
 	}

@@ -41,6 +41,9 @@ type Options struct {
 	Limits Limits
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Metrics counts what requests brought and what was refused; nil
+	// counts nothing.
+	Metrics *ingest.Metrics
 }
 
 // DefaultOptions returns the limits strata runs with unless told otherwise.

@@ -9,12 +9,14 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/strata-db/strata/internal/head"
+	"github.com/strata-db/strata/internal/ingest"
 )
 
 // Benchmark shape: 1000 series of 10 labels, one sample each per request,
@@ -103,7 +105,17 @@ func benchHistogram(i, n int) *histogram.Histogram {
 //	benchstat old.txt new.txt
 func BenchmarkWrite(b *testing.B) {
 	for _, version := range []int{1, 2} {
-		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) { benchWrite(b, version, false) })
+		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) { benchWrite(b, version, false, false) })
+	}
+}
+
+// BenchmarkWriteMetrics is BenchmarkWrite 1.0 without and with the
+// receiver's counters (strata_ingest_*), for their overhead.
+//
+//	go test ./internal/ingest/remotewrite -run NONE -bench BenchmarkWriteMetrics -benchmem -count=6
+func BenchmarkWriteMetrics(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("metrics=%v", on), func(b *testing.B) { benchWrite(b, 1, false, on) })
 	}
 }
 
@@ -113,11 +125,11 @@ func BenchmarkWrite(b *testing.B) {
 //	go test ./internal/ingest/remotewrite -run NONE -bench BenchmarkWriteHistograms -benchmem -count=6 | tee new.txt
 func BenchmarkWriteHistograms(b *testing.B) {
 	for _, version := range []int{1, 2} {
-		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) { benchWrite(b, version, true) })
+		b.Run(fmt.Sprintf("version=%d", version), func(b *testing.B) { benchWrite(b, version, true, false) })
 	}
 }
 
-func benchWrite(b *testing.B, version int, hist bool) {
+func benchWrite(b *testing.B, version int, hist, metrics bool) {
 	bodies := benchBodies(version, 240, 0, hist) // two chunks' worth per series
 	opts := head.DefaultOptions()
 	opts.WALDir = b.TempDir()
@@ -128,7 +140,11 @@ func benchWrite(b *testing.B, version int, hist bool) {
 		b.Fatal(err)
 	}
 	defer hd.Close()
-	h := NewHandler(hd, DefaultOptions())
+	hopts := DefaultOptions()
+	if metrics {
+		hopts.Metrics = ingest.NewMetricsVecs(prometheus.NewRegistry()).ForReceiver("remote-write")
+	}
+	h := NewHandler(hd, hopts)
 	ct := "application/x-protobuf"
 	if version == 2 {
 		ct += ";proto=io.prometheus.write.v2.Request"

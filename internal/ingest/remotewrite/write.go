@@ -18,6 +18,7 @@ import (
 // batch is one request being appended.
 type batch struct {
 	app     storage.Appender
+	metrics *ingest.Metrics
 	rj      *ingest.Rejections
 	logger  *slog.Logger
 	written written
@@ -117,6 +118,7 @@ func (b *batch) finish(fault error) result {
 	if err := b.app.Commit(); err != nil {
 		return serverError(err)
 	}
+	b.metrics.Observe(b.total, b.rj.Refused(), b.rj)
 	if b.rj.Any() {
 		return result{status: http.StatusBadRequest, msg: b.rj.Message(b.total, "samples"), written: b.written}
 	}
@@ -145,7 +147,7 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 	if !h.limiter.allow(total) {
 		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
 	}
-	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total}
+	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total, metrics: h.opts.Metrics}
 	for _, md := range req.Metadata {
 		if md.MetricFamilyName == "" {
 			continue
@@ -206,7 +208,7 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 	if !h.limiter.allow(total) {
 		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
 	}
-	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total}
+	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total, metrics: h.opts.Metrics}
 	for i := range req.Series {
 		ts := &req.Series[i]
 		n := len(ts.Samples) + len(ts.Histograms)
