@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/storage/storagetest"
 )
 
 // grpcClient serves h's gRPC server on a local port and returns a client.
@@ -49,7 +50,7 @@ func TestGRPC(t *testing.T) {
 		t.Errorf("%d samples stored, want 13 (as over HTTP)", n)
 	}
 
-	c = grpcClient(t, newHandler(t, notReady{}, DefaultOptions()))
+	c = grpcClient(t, newHandler(t, storagetest.NotReady{}, DefaultOptions()))
 	_, err = c.Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(testMetrics()))
 	if status.Code(err) != codes.Unavailable || !messageIs(err, storage.ErrNotReady) {
 		t.Errorf("export to a store not ready: %v, want Unavailable", err)

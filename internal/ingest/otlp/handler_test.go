@@ -25,6 +25,7 @@ import (
 
 	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/storage/storagetest"
 )
 
 func newTestHead(t testing.TB) *head.Head {
@@ -453,29 +454,12 @@ func TestBadRequests(t *testing.T) {
 // TestNotReady answers a store that cannot take writes with a status the
 // sender retries.
 func TestNotReady(t *testing.T) {
-	h := newHandler(t, notReady{}, DefaultOptions())
+	h := newHandler(t, storagetest.NotReady{}, DefaultOptions())
 	w := post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, testMetrics()))
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("status %d, Retry-After %q; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
 	}
 }
-
-// notReady is a store that is still replaying.
-type notReady struct{}
-
-func (notReady) Appender(context.Context) storage.Appender { return notReadyApp{} }
-
-type notReadyApp struct{}
-
-func (notReadyApp) Append(storage.SeriesRef, labels.Labels, storage.Sample) (storage.SeriesRef, error) {
-	return 0, storage.ErrNotReady
-}
-func (notReadyApp) AppendExemplar(storage.SeriesRef, labels.Labels, exemplar.Exemplar) (storage.SeriesRef, error) {
-	return 0, storage.ErrNotReady
-}
-func (notReadyApp) SetMetadata(string, storage.Metadata) error { return storage.ErrNotReady }
-func (notReadyApp) Commit() error                              { return storage.ErrNotReady }
-func (notReadyApp) Rollback() error                            { return nil }
 
 // TestTargetInfoSpan sends a resource whose two points lie ten years
 // apart: its points are stored, and target_info stops after a bounded

@@ -12,13 +12,12 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
-	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/strata-db/strata/internal/head"
-	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/storage/storagetest"
 	"github.com/strata-db/strata/internal/vfs/faultfs"
 )
 
@@ -93,26 +92,9 @@ func stored(t *testing.T, h *head.Head) map[string]int {
 	return out
 }
 
-// notReady is a store that is still replaying.
-type notReady struct{}
-
-func (notReady) Appender(context.Context) storage.Appender { return notReadyApp{} }
-
-type notReadyApp struct{}
-
-func (notReadyApp) Append(storage.SeriesRef, labels.Labels, storage.Sample) (storage.SeriesRef, error) {
-	return 0, storage.ErrNotReady
-}
-func (notReadyApp) AppendExemplar(storage.SeriesRef, labels.Labels, exemplar.Exemplar) (storage.SeriesRef, error) {
-	return 0, storage.ErrNotReady
-}
-func (notReadyApp) SetMetadata(string, storage.Metadata) error { return storage.ErrNotReady }
-func (notReadyApp) Commit() error                              { return storage.ErrNotReady }
-func (notReadyApp) Rollback() error                            { return nil }
-
 func TestWriteNotReadyIsRetryable(t *testing.T) {
 	body := encode(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{ts([]string{"__name__", "m"}, prompb.Sample{Timestamp: 1, Value: 1})}})
-	w := post(NewHandler(notReady{}, DefaultOptions()), body, nil)
+	w := post(NewHandler(storagetest.NotReady{}, DefaultOptions()), body, nil)
 	if w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503; body %q", w.Code, w.Body.String())
 	}
