@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -493,5 +495,94 @@ func TestTargetInfoSpan(t *testing.T) {
 	}
 	if points != 2 || info != maxTargetInfoRun {
 		t.Errorf("stored %d points and %d target_info samples, want 2 and %d", points, info, maxTargetInfoRun)
+	}
+}
+
+// TestTranslationSettings checks the series names and labels each naming
+// strategy and attribute setting gives one gauge point, as Prometheus'
+// otlp configuration block would.
+func TestTranslationSettings(t *testing.T) {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	res := rm.Resource().Attributes()
+	res.PutStr("service.name", "shop")
+	res.PutStr("k8s.pod.name", "pod-1")
+	res.PutStr("cloud.region", "eu")
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("lib")
+	sm.Scope().SetVersion("1.2")
+	m := sm.Metrics().AppendEmpty()
+	m.SetName("disk.io.time")
+	m.SetUnit("s")
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	p := sum.DataPoints().AppendEmpty()
+	p.Attributes().PutStr("disk.name", "sda")
+	p.SetTimestamp(pcommon.NewTimestampFromTime(t0))
+	p.SetDoubleValue(1)
+
+	for _, tc := range []struct {
+		name string
+		set  func(*config.OTLPConfig)
+		want string // the point's series
+	}{
+		{"default", func(*config.OTLPConfig) {},
+			`{__name__="disk_io_time_seconds_total", disk_name="sda", job="shop"}`},
+		{"without suffixes", func(c *config.OTLPConfig) { c.TranslationStrategy = otlptranslator.UnderscoreEscapingWithoutSuffixes },
+			`{__name__="disk_io_time", disk_name="sda", job="shop"}`},
+		{"UTF-8 with suffixes", func(c *config.OTLPConfig) { c.TranslationStrategy = otlptranslator.NoUTF8EscapingWithSuffixes },
+			`{__name__="disk.io.time_seconds_total", "disk.name"="sda", job="shop"}`},
+		{"no translation", func(c *config.OTLPConfig) { c.TranslationStrategy = otlptranslator.NoTranslation },
+			`{__name__="disk.io.time", "disk.name"="sda", job="shop"}`},
+		{"promoted attributes", func(c *config.OTLPConfig) { c.PromoteResourceAttributes = []string{"k8s.pod.name"} },
+			`{__name__="disk_io_time_seconds_total", disk_name="sda", job="shop", k8s_pod_name="pod-1"}`},
+		{"all attributes but one", func(c *config.OTLPConfig) {
+			c.PromoteAllResourceAttributes = true
+			c.IgnoreResourceAttributes = []string{"cloud.region"}
+		}, `{__name__="disk_io_time_seconds_total", disk_name="sda", job="shop", k8s_pod_name="pod-1", service_name="shop"}`},
+		{"scope metadata", func(c *config.OTLPConfig) { c.PromoteScopeMetadata = true },
+			`{__name__="disk_io_time_seconds_total", disk_name="sda", job="shop", otel_scope_name="lib", otel_scope_version="1.2"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hd := newTestHead(t)
+			opts := DefaultOptions()
+			tc.set(&opts.Translation)
+			if err := ValidateTranslation(opts.Translation); err != nil {
+				t.Fatal(err)
+			}
+			h := newHandler(t, hd, opts)
+			response(t, post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, md)))
+			var got []string
+			for _, s := range dump(t, hd) {
+				if !strings.Contains(s, "target_info") {
+					got = append(got, s)
+				}
+			}
+			want := fmt.Sprintf("%s %d 1", tc.want, t0.UnixMilli())
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("stored %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestNHCB stores an explicit-bucket histogram as a native histogram with
+// custom buckets when told to.
+func TestNHCB(t *testing.T) {
+	hd := newTestHead(t)
+	opts := DefaultOptions()
+	opts.Translation.ConvertHistogramsToNHCB = true
+	h := newHandler(t, hd, opts)
+	response(t, post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, testMetrics())))
+	want := fmt.Sprintf(`{__name__="latency_seconds", instance="i-1", job="prod/shop"} %d histogram count=6 sum=4.5 schema=-53`, t0.UnixMilli())
+	got := dump(t, hd)
+	if !slices.Contains(got, want) {
+		t.Errorf("no %q in\n%s", want, strings.Join(got, "\n"))
+	}
+	for _, s := range got {
+		if strings.Contains(s, "latency_seconds_bucket") {
+			t.Errorf("classic series stored too: %s", s)
+		}
 	}
 }
