@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -584,5 +585,70 @@ func TestNHCB(t *testing.T) {
 		if strings.Contains(s, "latency_seconds_bucket") {
 			t.Errorf("classic series stored too: %s", s)
 		}
+	}
+}
+
+// TestBadPoints sends points that cannot be stored beside good ones: a sum
+// of unspecified temporality and an exponential histogram whose buckets
+// hold more than its count are rejected, and counted; the rest is kept,
+// and a point flagged as having no recorded value is a stale marker.
+func TestBadPoints(t *testing.T) {
+	hd := newTestHead(t)
+	h := newHandler(t, hd, DefaultOptions())
+	md := pmetric.NewMetrics()
+	ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
+	ts := pcommon.NewTimestampFromTime(t0)
+
+	m := ms.AppendEmpty()
+	m.SetName("good")
+	p := m.SetEmptyGauge().DataPoints().AppendEmpty()
+	p.SetTimestamp(ts)
+	p.SetDoubleValue(1)
+	p = m.Gauge().DataPoints().AppendEmpty()
+	p.Attributes().PutStr("k", "gone")
+	p.SetTimestamp(ts)
+	p.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+
+	m = ms.AppendEmpty()
+	m.SetName("unspecified")
+	p = m.SetEmptySum().DataPoints().AppendEmpty() // temporality left unspecified
+	p.SetTimestamp(ts)
+	p.SetDoubleValue(2)
+
+	m = ms.AppendEmpty()
+	m.SetName("inconsistent")
+	eh := m.SetEmptyExponentialHistogram()
+	eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	ep := eh.DataPoints().AppendEmpty()
+	ep.SetTimestamp(ts)
+	ep.Positive().BucketCounts().FromRaw([]uint64{5, 5})
+	ep.SetCount(3) // less than its buckets hold
+	ep.SetSum(1)
+
+	ps := response(t, post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, md))).PartialSuccess()
+	if ps.RejectedDataPoints() != 2 || !strings.Contains(ps.ErrorMessage(), "unspecified") || !strings.Contains(ps.ErrorMessage(), storage.ErrInvalidHistogram.Error()) {
+		t.Errorf("partial success: %d, %q; want the sum and the histogram rejected", ps.RejectedDataPoints(), ps.ErrorMessage())
+	}
+	got := dump(t, hd)
+	want := []string{
+		fmt.Sprintf(`{__name__="good"} %d 1`, t0.UnixMilli()),
+		fmt.Sprintf(`{__name__="good", k="gone"} %d NaN`, t0.UnixMilli()),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+	q, err := hd.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "k", "gone"))
+	if !ss.Next() || ss.At().Iterator(nil).Next() != promchunkenc.ValFloat {
+		t.Fatal("no sample for the point without a value")
+	}
+	it := ss.At().Iterator(nil)
+	it.Next()
+	if _, v := it.At(); !value.IsStaleNaN(v) {
+		t.Errorf("the point without a value is %v, not a stale marker", math.Float64bits(v))
 	}
 }
