@@ -293,36 +293,68 @@ func (h *Handler) serve(r *http.Request, ct string, wk *work) reply {
 // readBody reads the body into wk, gunzipping it if it is sent so, within
 // the size limits.
 func (h *Handler) readBody(r *http.Request, wk *work) ([]byte, reply, bool) {
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		return nil, tooLarge(h.opts.MaxBodyBytes), false
+	}
 	wk.body.Reset()
-	var src io.Reader = io.LimitReader(r.Body, h.opts.MaxBodyBytes+1)
-	limit := h.opts.MaxBodyBytes
+	sent := &capReader{r: r.Body, left: h.opts.MaxBodyBytes}
+	var src io.Reader = sent
+	inflated := &capReader{left: h.opts.MaxDecodedBytes}
 	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
 	case "", "identity":
 	case "gzip":
 		zr, err := gzip.NewReader(src)
 		if err != nil {
+			if sent.over {
+				return nil, tooLarge(h.opts.MaxBodyBytes), false
+			}
 			return nil, badRequest("gzip body: %v", err), false
 		}
 		defer zr.Close()
-		src, limit = io.LimitReader(zr, h.opts.MaxDecodedBytes+1), h.opts.MaxDecodedBytes
+		inflated.r = zr
+		src = inflated
 	default:
 		return nil, reply{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument,
 			msg: fmt.Sprintf("unsupported content encoding %q: want gzip or none", enc)}, false
 	}
 	if _, err := wk.body.ReadFrom(src); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge(mbe.Limit), false
+		switch {
+		case sent.over:
+			return nil, tooLarge(h.opts.MaxBodyBytes), false
+		case inflated.over:
+			return nil, tooLarge(h.opts.MaxDecodedBytes), false
 		}
 		return nil, badRequest("read body: %v", err), false
 	}
-	if int64(wk.body.Len()) > limit {
-		return nil, tooLarge(limit), false
-	}
-	if r.ContentLength > h.opts.MaxBodyBytes {
-		return nil, tooLarge(h.opts.MaxBodyBytes), false
-	}
 	return wk.body.Bytes(), reply{}, true
+}
+
+// capReader reads at most left bytes from r and fails past them, noting
+// that it did (a gzip reader may not pass the error on as it was).
+type capReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+var errTooLarge = errors.New("request too large")
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// Probe for one more byte: a body of exactly the limit is fine.
+		var one [1]byte
+		if n, _ := c.r.Read(one[:]); n > 0 {
+			c.over = true
+			return 0, errTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 func tooLarge(limit int64) reply {

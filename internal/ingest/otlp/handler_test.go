@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -430,6 +431,7 @@ func TestBadRequests(t *testing.T) {
 		{"not gzip", contentProtobuf, "gzip", []byte("plain"), 400, "gzip"},
 		{"body too large", contentProtobuf, "", make([]byte, 2<<10), 413, "limit of 1024 bytes"},
 		{"gzip inflating past the limit", contentProtobuf, "gzip", gzipped(t, big), 413, "limit of 4096 bytes"},
+		{"gzipped body too large", contentProtobuf, "gzip", gzipped(t, random(8<<10)), 413, "limit of 1024 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := post(h, "/v1/metrics", tc.ct, tc.enc, tc.body)
@@ -651,4 +653,14 @@ func TestBadPoints(t *testing.T) {
 	if _, v := it.At(); !value.IsStaleNaN(v) {
 		t.Errorf("the point without a value is %v, not a stale marker", math.Float64bits(v))
 	}
+}
+
+// random returns n bytes that do not compress.
+func random(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
 }
