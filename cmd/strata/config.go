@@ -45,7 +45,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&lim.MaxLabelsPerSeries, "remote-write.max-labels-per-series", lim.MaxLabelsPerSeries, "most labels a series may have, metric name included; 0 for no limit (series over it are rejected with 400)")
 	fs.IntVar(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", lim.MaxLabelNameLength, "longest label name in bytes; 0 for no limit")
 	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
-	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders; requests over it get 429 and are retried; 0 for no limit")
+	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders, remote-write samples and OTLP data points together; requests over it get 429 (OTLP/gRPC: RESOURCE_EXHAUSTED with RetryInfo) and are retried; 0 for no limit")
 	ot := &sc.OTLP.Translation
 	// Not DefaultConfig's: a server run in-process (tests, the bench
 	// tool) should not take OTLP's port unless asked to.

@@ -151,11 +151,15 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	rwOpts.Logger = logger.With("component", "remote-write")
 	ingestMetrics := ingest.NewMetricsVecs(reg)
 	rwOpts.Metrics = ingestMetrics.ForReceiver("remote-write")
+	// One budget for remote-write samples and OTLP points together.
+	limiter := ingest.NewRateLimiter(cfg.RemoteWriteLimits.MaxSamplesPerSecond)
+	rwOpts.RateLimiter = limiter
 	mux.Handle("POST /api/v1/write", httpMetrics.wrap("write", remotewrite.NewHandler(store, rwOpts)))
 	otlpOpts := cfg.OTLP
 	otlpOpts.LookbackDelta = cfg.LookbackDelta
 	otlpOpts.Logger = logger.With("component", "otlp")
 	otlpOpts.Metrics = ingestMetrics.ForReceiver("otlp")
+	otlpOpts.RateLimiter = limiter
 	otlpReceiver, err := otlp.NewHandler(store, otlpOpts)
 	if err != nil {
 		ln.Close()

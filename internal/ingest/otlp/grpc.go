@@ -3,11 +3,14 @@ package otlp
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/encoding/gzip" // OTLP senders may gzip
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // GRPCServer returns a gRPC server offering OTLP's MetricsService on the
@@ -34,7 +37,14 @@ func (g *grpcService) Export(ctx context.Context, req pmetricotlp.ExportRequest)
 	rep := g.h.write(ctx, req.Metrics(), wk)
 	resp := pmetricotlp.NewExportResponse()
 	if rep.status != http.StatusOK {
-		return resp, status.Error(rep.code, rep.msg)
+		st := status.New(rep.code, rep.msg)
+		if rep.throttled {
+			// OTLP: RESOURCE_EXHAUSTED is retried only with RetryInfo.
+			if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Second)}); err == nil {
+				st = d
+			}
+		}
+		return resp, st.Err()
 	}
 	rep.partialSuccess(resp)
 	return resp, nil

@@ -63,6 +63,9 @@ type Options struct {
 	// Metrics counts what requests brought and what was refused; nil
 	// counts nothing.
 	Metrics *ingest.Metrics
+	// RateLimiter, shared with the other receivers, bounds the data
+	// points accepted per second; nil: no bound.
+	RateLimiter *ingest.RateLimiter
 }
 
 // Delta is what the receiver does with points of delta temporality.
@@ -195,6 +198,9 @@ type reply struct {
 	// rejected and total are the points refused and sent, for a
 	// partial success.
 	rejected, total int
+	// throttled marks a request refused by the rate limit, to be retried
+	// in a second.
+	throttled bool
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +213,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", ct)
 	if rep.status != http.StatusOK {
-		if rep.status == http.StatusServiceUnavailable || rep.status == http.StatusTooManyRequests {
+		if rep.status == http.StatusServiceUnavailable || rep.throttled {
 			w.Header().Set("Retry-After", "1")
 		}
 		w.WriteHeader(rep.status)
@@ -364,6 +370,10 @@ func tooLarge(limit int64) reply {
 
 // write translates md into the store and says what became of its points.
 func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply {
+	if n := md.DataPointCount(); !h.opts.RateLimiter.Allow(n) {
+		return reply{status: http.StatusTooManyRequests, code: codes.ResourceExhausted, throttled: true,
+			msg: fmt.Sprintf("ingestion rate limit of %g samples/s reached (--remote-write.max-samples-per-second); request of %d data points refused, retry later", h.opts.RateLimiter.Rate(), n)}
+	}
 	if h.d2c != nil && hasDelta(md) {
 		return h.writeDeltas(ctx, md, wk)
 	}

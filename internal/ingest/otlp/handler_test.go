@@ -23,11 +23,15 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/strata-db/strata/internal/head"
+	"github.com/strata-db/strata/internal/ingest"
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/storage/storagetest"
 )
@@ -663,4 +667,36 @@ func random(n int) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
+}
+
+// TestRateLimit refuses a request over the ingestion rate with 429 and
+// Retry-After over HTTP, and RESOURCE_EXHAUSTED with RetryInfo over gRPC,
+// as OTLP prescribes for a sender to retry.
+func TestRateLimit(t *testing.T) {
+	hd := newTestHead(t)
+	opts := DefaultOptions()
+	opts.RateLimiter = ingest.NewRateLimiter(5) // a second's worth is less than one request
+	h := newHandler(t, hd, opts)
+	body := encodeProto(t, testMetrics())
+	response(t, post(h, "/v1/metrics", contentProtobuf, "", body)) // the full budget lets one through
+	w := post(h, "/v1/metrics", contentProtobuf, "", body)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("status %d, Retry-After %q; want 429 and 1", w.Code, w.Header().Get("Retry-After"))
+	}
+	var st status.Status
+	if err := proto.Unmarshal(w.Body.Bytes(), &st); err != nil || !strings.Contains(st.Message, "rate limit") {
+		t.Errorf("body %v, %v", &st, err)
+	}
+
+	_, err := grpcClient(t, h).Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(testMetrics()))
+	s := grpcstatus.Convert(err)
+	var retry *errdetails.RetryInfo
+	for _, d := range s.Details() {
+		if r, ok := d.(*errdetails.RetryInfo); ok {
+			retry = r
+		}
+	}
+	if s.Code() != codes.ResourceExhausted || retry == nil || retry.RetryDelay.AsDuration() != time.Second {
+		t.Errorf("gRPC export over the rate: %v, details %v; want ResourceExhausted with RetryInfo", err, s.Details())
+	}
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// Metrics counts what requests brought and what was refused; nil
 	// counts nothing.
 	Metrics *ingest.Metrics
+	// RateLimiter, shared with the other receivers, bounds the samples
+	// accepted per second; nil: one of Limits.MaxSamplesPerSecond.
+	RateLimiter *ingest.RateLimiter
 }
 
 // DefaultOptions returns the limits strata runs with unless told otherwise.
@@ -56,7 +59,7 @@ type Handler struct {
 	app     storage.Appendable
 	opts    Options
 	logger  *slog.Logger
-	limiter *rateLimiter
+	limiter *ingest.RateLimiter
 	free    scratchFree
 }
 
@@ -66,9 +69,13 @@ func NewHandler(app storage.Appendable, opts Options) *Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	limiter := opts.RateLimiter
+	if limiter == nil {
+		limiter = ingest.NewRateLimiter(opts.Limits.MaxSamplesPerSecond)
+	}
 	return &Handler{
 		app: app, opts: opts, logger: logger,
-		limiter: newRateLimiter(opts.Limits.MaxSamplesPerSecond),
+		limiter: limiter,
 		// Enough idle scratch for the requests that run at once on all
 		// CPUs, and some waiting on the WAL.
 		free: make(scratchFree, 2*runtime.GOMAXPROCS(0)),

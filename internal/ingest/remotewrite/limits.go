@@ -3,9 +3,6 @@ package remotewrite
 import (
 	"errors"
 	"fmt"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -64,36 +61,4 @@ func (l *Limits) checkCount(n int) error {
 		return fmt.Errorf("%w: series has %d labels, the limit is %d (--remote-write.max-labels-per-series)", errLimit, n, l.MaxLabelsPerSeries)
 	}
 	return nil
-}
-
-// rateLimiter admits samples at most at a configured rate; nil admits
-// everything.
-type rateLimiter struct {
-	l *rate.Limiter
-}
-
-func newRateLimiter(perSecond float64) *rateLimiter {
-	if perSecond <= 0 {
-		return nil
-	}
-	burst := int(min(perSecond, 1<<30))
-	return &rateLimiter{l: rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))}
-}
-
-// allow reports whether n more samples may be accepted now, taking them
-// from the budget if so. A request larger than a second's worth is let
-// through when the budget is full, so that no request is refused forever.
-func (r *rateLimiter) allow(n int) bool {
-	if r == nil || n == 0 {
-		return true
-	}
-	now := time.Now()
-	if n > r.l.Burst() {
-		if r.l.TokensAt(now) < float64(r.l.Burst()) {
-			return false
-		}
-		r.l.AllowN(now, r.l.Burst())
-		return true
-	}
-	return r.l.AllowN(now, n)
 }

@@ -144,8 +144,8 @@ func (h *Handler) writeV1(r *http.Request, sc *scratch) result {
 	for i := range req.Series {
 		total += len(req.Series[i].Samples) + len(req.Series[i].Histograms)
 	}
-	if !h.limiter.allow(total) {
-		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
+	if !h.limiter.Allow(total) {
+		return tooManySamples(total, h.limiter.Rate())
 	}
 	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total, metrics: h.opts.Metrics}
 	for _, md := range req.Metadata {
@@ -205,8 +205,8 @@ func (h *Handler) writeV2(r *http.Request, sc *scratch) result {
 	for i := range req.Series {
 		total += len(req.Series[i].Samples) + len(req.Series[i].Histograms)
 	}
-	if !h.limiter.allow(total) {
-		return tooManySamples(total, h.opts.Limits.MaxSamplesPerSecond)
+	if !h.limiter.Allow(total) {
+		return tooManySamples(total, h.limiter.Rate())
 	}
 	b := batch{app: h.app.Appender(r.Context()), rj: &sc.rj, logger: h.logger, total: total, metrics: h.opts.Metrics}
 	for i := range req.Series {
