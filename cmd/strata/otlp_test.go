@@ -129,39 +129,89 @@ func checkQuery(t *testing.T, s *proc, query string, want float64) {
 	}
 }
 
-// TestOTLPDeltaFromSDK exports a counter and a histogram with delta
-// temporality, in three exports, and reads back their cumulative sums.
+// TestOTLPDeltaFromSDK exports a counter, a histogram and an exponential
+// histogram with delta temporality, over HTTP and gRPC, and reads back
+// their cumulative sums; then strata is killed and restarted, and the next
+// deltas start the sums again from zero: a counter reset, which rate()
+// and increase() take as such, never a silent drop in the middle of a sum.
 func TestOTLPDeltaFromSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	grpcAddr := freeAddr(t)
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t), args: []string{"--otlp.grpc-listen-address", grpcAddr}}
 	s.start()
 	ctx := context.Background()
-	exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(s.addr), otlpmetrichttp.WithInsecure(),
+	httpExp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(s.addr), otlpmetrichttp.WithInsecure(),
 		otlpmetrichttp.WithTemporalitySelector(sdkmetric.DeltaTemporalitySelector))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(resource.NewSchemaless(semconv.ServiceName("batch"))),
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(time.Hour))))
-	m := mp.Meter("jobs")
-	done, _ := m.Int64Counter("jobs.done")
-	took, _ := m.Float64Histogram("job.duration", metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(1, 10))
-	for _, n := range []int64{3, 4, 5} {
-		done.Add(ctx, n)
-		took.Record(ctx, float64(n))
-		if err := mp.ForceFlush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond) // distinct export times
-	}
-	if err := mp.Shutdown(ctx); err != nil {
+	grpcExp, err := otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(grpcAddr), otlpmetricgrpc.WithInsecure(),
+		otlpmetricgrpc.WithTemporalitySelector(sdkmetric.DeltaTemporalitySelector))
+	if err != nil {
 		t.Fatal(err)
 	}
-	checkQuery(t, s, `jobs_done_total{job="batch"}`, 12)
-	checkQuery(t, s, `job_duration_seconds_count{job="batch"}`, 3)
-	checkQuery(t, s, `job_duration_seconds_sum{job="batch"}`, 12)
-	checkQuery(t, s, `job_duration_seconds_bucket{job="batch",le="1"}`, 0)
-	checkQuery(t, s, `count_over_time(jobs_done_total{job="batch"}[1m])`, 3)
+	expo := sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "job.size"},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}}))
+	type meter struct {
+		mp   *sdkmetric.MeterProvider
+		done metric.Int64Counter
+		took metric.Float64Histogram
+		size metric.Int64Histogram
+	}
+	newMeter := func(service string, exp sdkmetric.Exporter) meter {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(resource.NewSchemaless(semconv.ServiceName(service))), expo,
+			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(time.Hour))))
+		m := mp.Meter("jobs")
+		done, _ := m.Int64Counter("jobs.done")
+		took, _ := m.Float64Histogram("job.duration", metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(1, 10))
+		size, _ := m.Int64Histogram("job.size", metric.WithUnit("By"))
+		return meter{mp, done, took, size}
+	}
+	meters := []meter{newMeter("over-http", httpExp), newMeter("over-grpc", grpcExp)}
+	export := func(ns ...int64) {
+		t.Helper()
+		for _, n := range ns {
+			for _, m := range meters {
+				m.done.Add(ctx, n)
+				m.took.Record(ctx, float64(n))
+				m.size.Record(ctx, 100*n)
+				if err := m.mp.ForceFlush(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(10 * time.Millisecond) // distinct export times
+		}
+	}
+	export(3, 4, 5)
+	for _, job := range []string{"over-http", "over-grpc"} {
+		sel := `{job="` + job + `"}`
+		checkQuery(t, s, `jobs_done_total`+sel, 12)
+		checkQuery(t, s, `job_duration_seconds_count`+sel, 3)
+		checkQuery(t, s, `job_duration_seconds_sum`+sel, 12)
+		checkQuery(t, s, `job_duration_seconds_bucket{job="`+job+`",le="1"}`, 0)
+		checkQuery(t, s, `histogram_count(job_size_bytes`+sel+`)`, 3)
+		checkQuery(t, s, `histogram_sum(job_size_bytes`+sel+`)`, 1200)
+		checkQuery(t, s, `count_over_time(jobs_done_total`+sel+`[1m])`, 3)
+	}
+
+	// The delta state is in memory: after kill -9 the next deltas start
+	// each sum from zero, as a counter that restarted.
+	s.kill()
+	s.start()
+	export(6, 7)
+	for _, m := range meters {
+		if err := m.mp.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, job := range []string{"over-http", "over-grpc"} {
+		sel := `{job="` + job + `"}`
+		checkQuery(t, s, `jobs_done_total`+sel, 13)
+		checkQuery(t, s, `resets(jobs_done_total`+sel+`[1m])`, 1)
+		// The stored sums: 3, 7, 12 before the restart, 6, 13 after.
+		checkQuery(t, s, `sum_over_time(jobs_done_total`+sel+`[1m])`, 3+7+12+6+13)
+		checkQuery(t, s, `histogram_count(job_size_bytes`+sel+`)`, 2)
+	}
 }
