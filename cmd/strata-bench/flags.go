@@ -122,7 +122,7 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 	} else {
 		wo, protocol = &cfg.load.Workload, &cfg.load.Protocol
 	}
-	protoFlag := fs.String("protocol", string(*protocol), "1.0 or 2.0 (remote-write), or otlp (OTLP/HTTP, gzipped protobuf: give the OTLP endpoint as --url or --write-path, e.g. /v1/metrics on strata, /api/v1/otlp/v1/metrics on Prometheus, /opentelemetry/v1/metrics on VictoriaMetrics)")
+	protoFlag := fs.String("protocol", string(*protocol), "1.0 or 2.0 (remote-write); otlp (OTLP/HTTP, gzipped protobuf: give the OTLP endpoint as --url or --write-path, e.g. /v1/metrics on strata, /api/v1/otlp/v1/metrics on Prometheus, /opentelemetry/v1/metrics on VictoriaMetrics); or otlp-grpc (uncompressed, to a running server: --url grpc://host:port and --query-url)")
 	seed := fs.Uint64("seed", wo.Seed, "seed of the generated labels and values (against --url, the default is the clock, so a repeat run sends new series)")
 	fs.IntVar(&wo.Series, "series", wo.Series, "number of series")
 	fs.IntVar(&wo.Labels, "labels", wo.Labels, fmt.Sprintf("labels per series besides __name__ (%d to %d)", workload.MinLabels, workload.MaxLabels))
@@ -167,6 +167,12 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 	var err error
 	if *protocol, err = workload.ParseProtocol(*protoFlag); err != nil {
 		return nil, err
+	}
+	// OTLP/gRPC is on a port of its own: the harness needs the server's
+	// HTTP address too, for readiness, and cannot derive either for a
+	// server it launches.
+	if *protocol == workload.OTLPGRPC && (target.WriteURL == "" || target.QueryURL == "") {
+		return nil, errors.New("--protocol otlp-grpc needs a running server: --url grpc://127.0.0.1:4317 and --query-url of its HTTP API")
 	}
 	if *interval < time.Millisecond {
 		return nil, errors.New("--interval must be at least 1ms")

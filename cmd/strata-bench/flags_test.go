@@ -41,6 +41,20 @@ func TestParse(t *testing.T) {
 			t.Fatalf("target %+v", cfg.targets[0])
 		}
 	})
+	t.Run("OTLP over gRPC needs both addresses of a running server", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"--server-cmd", cmd, "--protocol", "otlp-grpc"},
+			{"--url", "grpc://127.0.0.1:4317", "--protocol", "otlp-grpc"},
+		} {
+			if _, err := parse("ingest", false, args, io.Discard); err == nil || !strings.Contains(err.Error(), "otlp-grpc") {
+				t.Errorf("parse(%q) = %v, want an error about otlp-grpc", args, err)
+			}
+		}
+		cfg, err := parse("ingest", false, []string{"--url", "grpc://127.0.0.1:4317", "--query-url", "http://127.0.0.1:9201", "--protocol", "otlp-grpc"}, io.Discard)
+		if err != nil || cfg.ingest.Protocol != workload.OTLPGRPC {
+			t.Fatalf("parse = %+v, %v", cfg, err)
+		}
+	})
 	t.Run("samples spread over series", func(t *testing.T) {
 		cfg, err := parse("replay", false, []string{"--server-cmd", cmd, "--series", "300", "--samples", "1000"}, io.Discard)
 		if err != nil {

@@ -36,15 +36,15 @@ func NewHTTPClient(conns int) *http.Client {
 // interface.
 var ErrNotLocal = errors.New("the benchmark only talks to servers on 127.0.0.1, ::1 or localhost")
 
-// CheckLocal parses raw and checks that it is an http URL of a loopback
-// host.
+// CheckLocal parses raw and checks that it is an http (or, for
+// OTLP/gRPC, grpc) URL of a loopback host.
 func CheckLocal(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("parse URL %q: %w", raw, err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("URL %q: scheme must be http or https", raw)
+	if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "grpc" {
+		return nil, fmt.Errorf("URL %q: scheme must be http, https or (OTLP/gRPC) grpc", raw)
 	}
 	host := u.Hostname()
 	if host == "localhost" {

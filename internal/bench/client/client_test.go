@@ -5,13 +5,18 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/strata-db/strata/internal/bench/workload"
 )
@@ -53,7 +58,10 @@ func TestWriter(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	w := NewWriter(srv.URL, workload.V2, NewHTTPClient(1))
+	w, err := NewWriter(srv.URL, workload.V2, NewHTTPClient(1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := w.Write(context.Background(), []byte("body"))
 	if err != nil || res.Status != 204 || res.Written != 42 || res.Latency <= 0 {
 		t.Fatalf("Write = %+v, %v", res, err)
@@ -156,8 +164,65 @@ func TestWriterOTLP(t *testing.T) {
 		w.Write(b)
 	}))
 	defer srv.Close()
-	res, err := NewWriter(srv.URL, workload.OTLP, NewHTTPClient(1)).Write(context.Background(), []byte("body"))
+	w, err := NewWriter(srv.URL, workload.OTLP, NewHTTPClient(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Write(context.Background(), []byte("body"))
 	if err != nil || res.Status != 200 || res.Rejected != 3 || res.Body != "3 of 10 data points rejected" {
+		t.Fatalf("Write = %+v, %v", res, err)
+	}
+}
+
+// exportStub answers every export with a partial success, or fails.
+type exportStub struct {
+	pmetricotlp.UnimplementedGRPCServer
+	fail error
+}
+
+func (s *exportStub) Export(_ context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
+	resp := pmetricotlp.NewExportResponse()
+	if s.fail != nil {
+		return resp, s.fail
+	}
+	resp.PartialSuccess().SetRejectedDataPoints(int64(req.Metrics().DataPointCount()))
+	resp.PartialSuccess().SetErrorMessage("all rejected")
+	return resp, nil
+}
+
+// TestWriterGRPC sends a pre-encoded request over OTLP/gRPC and reads the
+// partial success, and a failure's code as the HTTP status OTLP uses.
+func TestWriterGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub := &exportStub{}
+	s := grpc.NewServer()
+	pmetricotlp.RegisterGRPCServer(s, stub)
+	go s.Serve(ln)
+	defer s.Stop()
+
+	md := pmetric.NewMetrics()
+	dp := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty().SetEmptyGauge().DataPoints()
+	dp.AppendEmpty().SetDoubleValue(1)
+	dp.AppendEmpty().SetDoubleValue(2)
+	body, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter("grpc://"+ln.Addr().String(), workload.OTLPGRPC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	res, err := w.Write(context.Background(), body)
+	if err != nil || res.Status != 200 || res.Rejected != 2 || res.Body != "all rejected" || res.Latency <= 0 {
+		t.Fatalf("Write = %+v, %v", res, err)
+	}
+	stub.fail = status.Error(codes.Unavailable, "replaying")
+	res, err = w.Write(context.Background(), body)
+	if err != nil || res.Status != 503 || res.Body != "replaying" {
 		t.Fatalf("Write = %+v, %v", res, err)
 	}
 }

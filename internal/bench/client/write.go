@@ -10,21 +10,41 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/internal/bench/workload"
 )
 
-// Writer sends remote-write requests to one URL. It is safe for
-// concurrent use.
+// Writer sends remote-write or OTLP requests to one URL (for OTLP/gRPC,
+// grpc://host:port). It is safe for concurrent use.
 type Writer struct {
 	url      string
 	protocol workload.Protocol
 	http     *http.Client
+	conn     *grpc.ClientConn // OTLP/gRPC only
 }
 
 // NewWriter returns a writer to url in protocol p.
-func NewWriter(url string, p workload.Protocol, hc *http.Client) *Writer {
-	return &Writer{url: url, protocol: p, http: hc}
+func NewWriter(url string, p workload.Protocol, hc *http.Client) (*Writer, error) {
+	w := &Writer{url: url, protocol: p, http: hc}
+	if p == workload.OTLPGRPC {
+		u, err := CheckLocal(url)
+		if err != nil {
+			return nil, err
+		}
+		if w.conn, err = dialGRPC(u.Host); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Close closes a gRPC connection, if there is one.
+func (w *Writer) Close() error {
+	if w.conn == nil {
+		return nil
+	}
+	return w.conn.Close()
 }
 
 // WriteResult is the outcome of one request.
@@ -48,6 +68,9 @@ const maxErrorBody = 512
 // the request to having read the whole response. An error means no
 // response came (connection refused, timeout, cancelled).
 func (w *Writer) Write(ctx context.Context, body []byte) (WriteResult, error) {
+	if w.conn != nil {
+		return w.writeGRPC(ctx, body)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
 		return WriteResult{}, err

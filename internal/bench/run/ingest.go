@@ -209,7 +209,11 @@ func (w *Ingest) Run(ctx context.Context, env *Env, t Target) (report.Figures, [
 	defer env.removeRun(srv.dataDir)
 	defer srv.kill() // a no-op after a clean stop
 
-	writer := client.NewWriter(srv.writeURL, w.opts.Protocol, srv.http)
+	writer, err := client.NewWriter(srv.writeURL, w.opts.Protocol, srv.http)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer writer.Close()
 	lim := newLimiter(w.sched.Senders(), w.sched)
 	var (
 		total   tally
@@ -312,7 +316,7 @@ func (w *Ingest) Run(ctx context.Context, env *Env, t Target) (report.Figures, [
 	figs.Add("samples_sent", "samples sent", "samples", report.Neither, float64(total.samplesSent))
 	figs.Add("samples_accepted", "samples accepted", "samples", report.Neither, float64(total.samplesAccepted))
 	if total.samplesSent > 0 {
-		figs.Add("wire_bytes_per_sample", "request bytes per sample (compressed)", "B/sample", report.Neither, float64(total.bytesSent)/float64(total.samplesSent))
+		figs.Add("wire_bytes_per_sample", "request bytes per sample (as sent)", "B/sample", report.Neither, float64(total.bytesSent)/float64(total.samplesSent))
 	}
 	figs.Add("timed_seconds", "timed window", "s", report.Neither, secs)
 

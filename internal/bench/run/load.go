@@ -102,7 +102,11 @@ func load(ctx context.Context, env *Env, srv *server, o LoadOptions) (*loaded, e
 		return nil, err
 	}
 	env.logf("loading %d samples over %d series into %s", o.samples(), o.Workload.Series, srv.name)
-	w := client.NewWriter(srv.writeURL, o.Protocol, srv.http)
+	w, err := client.NewWriter(srv.writeURL, o.Protocol, srv.http)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
 	src := newEncodeSource(sched, o.Protocol, o.rounds())
 	got, took, err := send(ctx, srv, w, src, newLimiter(sched.Senders(), sched), sched.Senders(), time.Time{})
 	if err != nil {

@@ -82,7 +82,7 @@ func TestSendInOrder(t *testing.T) {
 	}
 	recv := &orderCheckingReceiver{last: map[string]int64{}}
 	srv := fakeServer(t, recv)
-	w := client.NewWriter(srv.writeURL, workload.V1, srv.http)
+	w := newWriter(t, srv.writeURL, workload.V1, srv.http)
 	lim := newLimiter(o.Senders, sched)
 
 	in := &Ingest{sched: sched, quota: []int64{-1, -1, -1, -1, -1}}
@@ -110,7 +110,7 @@ func TestSendInOrder(t *testing.T) {
 	srv2 := fakeServer(t, recv2)
 	o.Churn = 0
 	sched2, _ := workload.NewSchedule(o)
-	got, _, err := send(context.Background(), srv2, client.NewWriter(srv2.writeURL, workload.V1, srv2.http),
+	got, _, err := send(context.Background(), srv2, newWriter(t, srv2.writeURL, workload.V1, srv2.http),
 		newEncodeSource(sched2, workload.V1, 4), newLimiter(o.Senders, sched2), o.Senders, time.Time{})
 	if err != nil || got.failed() != 0 || got.samplesAccepted != int64(4*o.Series) {
 		t.Fatalf("load: %v, %v, accepted %d", err, got.errorSummary(), got.samplesAccepted)
@@ -124,7 +124,7 @@ func TestSendCountsErrors(t *testing.T) {
 	o := workload.DefaultOptions()
 	o.Series, o.SeriesPerRequest, o.Senders = 100, 10, 2
 	sched, _ := workload.NewSchedule(o)
-	got, _, err := send(context.Background(), srv, client.NewWriter(srv.writeURL, workload.V2, srv.http),
+	got, _, err := send(context.Background(), srv, newWriter(t, srv.writeURL, workload.V2, srv.http),
 		newEncodeSource(sched, workload.V2, 1), newLimiter(2, sched), 2, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -271,4 +271,13 @@ func TestLoadOptions(t *testing.T) {
 	if l.end() > now.Add(-loadEndMargin).UnixMilli() || l.end()-l.start() != 29*o.Workload.Interval {
 		t.Fatalf("data from %d to %d, now %d", l.start(), l.end(), now.UnixMilli())
 	}
+}
+
+func newWriter(t *testing.T, url string, p workload.Protocol, hc *http.Client) *client.Writer {
+	t.Helper()
+	w, err := client.NewWriter(url, p, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -20,9 +20,11 @@ const (
 	// OTLP is OTLP/HTTP: a gzipped ExportMetricsServiceRequest in
 	// protobuf (see buildOTLP).
 	OTLP Protocol = "otlp"
+	// OTLPGRPC is OTLP/gRPC: the same request, uncompressed.
+	OTLPGRPC Protocol = "otlp-grpc"
 )
 
-// ParseProtocol accepts "1.0", "1", "2.0", "2" and "otlp".
+// ParseProtocol accepts "1.0", "1", "2.0", "2", "otlp" and "otlp-grpc".
 func ParseProtocol(s string) (Protocol, error) {
 	switch s {
 	case "1.0", "1":
@@ -31,8 +33,10 @@ func ParseProtocol(s string) (Protocol, error) {
 		return V2, nil
 	case "otlp":
 		return OTLP, nil
+	case "otlp-grpc":
+		return OTLPGRPC, nil
 	}
-	return "", fmt.Errorf("unknown protocol %q: want 1.0 or 2.0 (remote-write) or otlp", s)
+	return "", fmt.Errorf("unknown protocol %q: want 1.0 or 2.0 (remote-write), otlp or otlp-grpc", s)
 }
 
 // ContentType returns the Content-Type header of a request body.
@@ -102,8 +106,8 @@ func (e *Encoder) Append(dst []byte, c int, q int64) ([]byte, Info, error) {
 	switch e.protocol {
 	case V2:
 		err = e.buildV2(info.Round)
-	case OTLP:
-		if err = e.buildOTLP(info.Round); err == nil {
+	case OTLP, OTLPGRPC:
+		if err = e.buildOTLP(info.Round, e.protocol == OTLP); err == nil {
 			// Already compressed.
 			return append(dst, e.raw...), info, nil
 		}

@@ -18,8 +18,9 @@ import (
 // everything else gauges (a classic histogram's series included: the
 // load is a point per series, as in remote-write). Translated back with
 // Prometheus' default naming, the series are those remote-write sends.
-// The body is gzipped, as the Collector's OTLP/HTTP exporter sends it.
-func (e *Encoder) buildOTLP(round int64) error {
+// The body is gzipped, as the Collector's OTLP/HTTP exporter sends it,
+// unless it goes over gRPC.
+func (e *Encoder) buildOTLP(round int64, gzipped bool) error {
 	s := e.sched
 	o := &s.opts
 	md := pmetric.NewMetrics()
@@ -84,6 +85,10 @@ func (e *Encoder) buildOTLP(round int64) error {
 	raw, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
 	if err != nil {
 		return err
+	}
+	if !gzipped {
+		e.raw = append(e.raw[:0], raw...)
+		return nil
 	}
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
