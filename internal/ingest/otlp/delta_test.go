@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,4 +133,46 @@ func startTimes(t *testing.T, hd *head.Head, name string) []int64 {
 		}
 	}
 	return out
+}
+
+// TestConcurrentRequests sends deltas and cumulative points from several
+// senders at once (under -race in CI): every sender's sums come out whole.
+func TestConcurrentRequests(t *testing.T) {
+	hd := newTestHead(t)
+	h := newHandler(t, hd, DefaultOptions())
+	const senders, requests = 6, 20
+	var wg sync.WaitGroup
+	for c := range senders {
+		wg.Go(func() {
+			for i := range requests {
+				md := deltaRequest(10*i, 10*(i+1), uint64(c+1))
+				md.ResourceMetrics().At(0).Resource().Attributes().PutStr("service.name", fmt.Sprint("sender-", c))
+				g := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
+				g.SetName("level")
+				p := g.SetEmptyGauge().DataPoints().AppendEmpty()
+				p.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Duration(10*(i+1)) * time.Second)))
+				p.SetIntValue(int64(i))
+				w := post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, md))
+				if w.Code != http.StatusOK {
+					t.Errorf("sender %d request %d: status %d: %s", c, i, w.Code, w.Body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	last := map[string]string{}
+	for _, s := range dump(t, hd) {
+		series := s[:strings.LastIndexByte(s[:strings.LastIndexByte(s, ' ')], ' ')]
+		last[series] = s[strings.LastIndexByte(s, ' ')+1:]
+	}
+	for c := range senders {
+		job := fmt.Sprint("sender-", c)
+		if got, want := last[`{__name__="jobs_total", job="`+job+`"}`], fmt.Sprint(requests*(c+1)); got != want {
+			t.Errorf("%s: jobs_total ends at %s, want %s", job, got, want)
+		}
+		if got, want := last[`{__name__="level", job="`+job+`"}`], fmt.Sprint(requests-1); got != want {
+			t.Errorf("%s: level ends at %s, want %s", job, got, want)
+		}
+	}
 }
