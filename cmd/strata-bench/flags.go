@@ -98,9 +98,10 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 
 	// The server.
 	target := run.DefaultTarget()
-	var servers serverList
+	var servers, writePaths serverList
 	if compare {
 		fs.Var(&servers, "server", "a server to compare, as name=command (repeat 2 or 3 times); the command's {addr}, {host}, {port} and {data} are replaced")
+		fs.Var(&writePaths, "server-write-path", "a server's own write path, as name=path, where servers differ (OTLP: /v1/metrics on strata, /opentelemetry/v1/metrics on VictoriaMetrics, /api/v1/otlp/v1/metrics on Prometheus); the others use --write-path")
 		fs.IntVar(&cfg.rounds, "rounds", cfg.rounds, "rounds of running every server in turn; figures are medians")
 	} else {
 		fs.StringVar(&target.Command, "server-cmd", "", "launch the server with this command ({addr}, {host}, {port}, {data} are replaced; run directly, not by a shell)")
@@ -212,6 +213,20 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 			t := target
 			t.Name, t.Command = n, c
 			cfg.targets = append(cfg.targets, t)
+		}
+		for _, wp := range writePaths {
+			n, path, ok := strings.Cut(wp, "=")
+			if !ok || !strings.HasPrefix(path, "/") {
+				return nil, fmt.Errorf("--server-write-path %q: want name=/path", wp)
+			}
+			if !seen[n] {
+				return nil, fmt.Errorf("--server-write-path %q: no --server named %q", wp, n)
+			}
+			for i := range cfg.targets {
+				if cfg.targets[i].Name == n {
+					cfg.targets[i].WritePath = path
+				}
+			}
 		}
 		if cfg.rounds < 1 {
 			return nil, errors.New("--rounds must be at least 1")

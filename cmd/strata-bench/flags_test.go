@@ -55,6 +55,21 @@ func TestParse(t *testing.T) {
 			t.Fatalf("parse = %+v, %v", cfg, err)
 		}
 	})
+	t.Run("a write path per compared server", func(t *testing.T) {
+		cfg, err := parse("ingest", true, []string{"--server", "strata=" + cmd, "--server", "vm=vm -httpListenAddr {addr}",
+			"--server-write-path", "vm=/opentelemetry/v1/metrics", "--write-path", "/v1/metrics", "--protocol", "otlp"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p0, p1 := cfg.targets[0].WritePath, cfg.targets[1].WritePath; p0 != "/v1/metrics" || p1 != "/opentelemetry/v1/metrics" {
+			t.Errorf("write paths %q, %q", p0, p1)
+		}
+		for _, bad := range []string{"prom=/x", "vm=x", "vm"} {
+			if _, err := parse("ingest", true, []string{"--server", "strata=" + cmd, "--server", "vm=vm", "--server-write-path", bad}, io.Discard); err == nil {
+				t.Errorf("--server-write-path %q accepted", bad)
+			}
+		}
+	})
 	t.Run("samples spread over series", func(t *testing.T) {
 		cfg, err := parse("replay", false, []string{"--server-cmd", cmd, "--series", "300", "--samples", "1000"}, io.Discard)
 		if err != nil {
