@@ -184,6 +184,17 @@ func (h *Handler) Close() error {
 	return h.d2c.Shutdown(context.Background())
 }
 
+// maxPooledBody is the largest body buffer kept for the next request: a
+// rare huge request should not pin its memory in the pool.
+const maxPooledBody = 16 << 20
+
+func (h *Handler) put(wk *work) {
+	if wk.body.Cap() > maxPooledBody {
+		wk.body = bytes.Buffer{}
+	}
+	h.pool.Put(wk)
+}
+
 // Content types of OTLP/HTTP.
 const (
 	contentProtobuf = "application/x-protobuf"
@@ -206,7 +217,7 @@ type reply struct {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	wk := h.pool.Get().(*work)
-	defer h.pool.Put(wk)
+	defer h.put(wk)
 	rep := h.serve(r, ct, wk)
 	if ct != contentJSON {
 		ct = contentProtobuf
