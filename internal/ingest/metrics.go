@@ -9,7 +9,8 @@ import (
 )
 
 // reason is why a sample or point was refused, a label value of
-// strata_ingest_problems_total.
+// strata_ingest_problems_total. Every reason but reasonOther is the
+// sender's fault (IsBadData).
 type reason uint8
 
 const (
@@ -62,9 +63,9 @@ type MetricVecs struct {
 	received, rejected, problems *prometheus.CounterVec
 }
 
-// NewMetricsVecs registers the receivers' counters with reg; ForReceiver
+// NewMetricVecs registers the receivers' counters with reg; ForReceiver
 // resolves them for one receiver.
-func NewMetricsVecs(reg prometheus.Registerer) *MetricVecs {
+func NewMetricVecs(reg prometheus.Registerer) *MetricVecs {
 	v := &MetricVecs{
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_ingest_received_total",

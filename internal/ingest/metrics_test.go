@@ -13,7 +13,7 @@ import (
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetricsVecs(reg).ForReceiver("otlp")
+	m := NewMetricVecs(reg).ForReceiver("otlp")
 	var rj Rejections
 	rj.Add(1, fmt.Errorf("series a: %w", storage.ErrOutOfOrderSample))
 	rj.Add(1, fmt.Errorf("series b: %w", storage.ErrOutOfOrderSample))

@@ -4,11 +4,8 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/strata-db/strata/internal/storage"
 )
 
 // IsBadData reports whether err, from an Append, means the data itself is
@@ -16,14 +13,7 @@ import (
 // OTLP counts the point as rejected). Any other error is the server's: the
 // request is answered with a status the sender retries.
 func IsBadData(err error) bool {
-	return errors.Is(err, storage.ErrOutOfOrderSample) ||
-		errors.Is(err, storage.ErrOutOfBounds) ||
-		errors.Is(err, storage.ErrDuplicateSampleForTimestamp) ||
-		errors.Is(err, storage.ErrInvalidLabels) ||
-		errors.Is(err, storage.ErrInvalidHistogram) ||
-		errors.Is(err, storage.ErrSeriesLimit) ||
-		errors.Is(err, storage.ErrOutOfOrderExemplar) ||
-		errors.Is(err, storage.ErrExemplarLabelLength)
+	return reasonOf(err) != reasonOther
 }
 
 // maxReportedErrors bounds how many problems a message lists; the rest

@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	rwOpts.MaxBodyBytes = cfg.RemoteWriteMaxBytes
 	rwOpts.Limits = cfg.RemoteWriteLimits
 	rwOpts.Logger = logger.With("component", "remote-write")
-	ingestMetrics := ingest.NewMetricsVecs(reg)
+	ingestMetrics := ingest.NewMetricVecs(reg)
 	rwOpts.Metrics = ingestMetrics.ForReceiver("remote-write")
 	// One budget for remote-write samples and OTLP points together.
 	limiter := ingest.NewRateLimiter(cfg.RemoteWriteLimits.MaxSamplesPerSecond)

@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/common/model"
@@ -48,7 +47,7 @@ type appender struct {
 // answer says so.
 const maxTargetInfoRun = 600
 
-var errTargetInfoSpan = errors.New("the resource's points span too long a time: target_info stops after 600 samples")
+var errTargetInfoSpan = fmt.Errorf("the resource's points span too long a time: target_info stops after %d samples", maxTargetInfoRun)
 
 var _ promstorage.AppenderV2 = (*appender)(nil)
 

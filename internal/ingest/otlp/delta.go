@@ -58,11 +58,11 @@ func (h *Handler) consumeCumulative(ctx context.Context, md pmetric.Metrics) err
 	return nil
 }
 
-// writeDeltas writes md, which has points of delta temporality, through
-// the processor. Points the processor drops (older than the stream's
-// last, of a stream over the limit) are counted as rejected.
-func (h *Handler) writeDeltas(ctx context.Context, md pmetric.Metrics, wk *work) reply {
-	total := md.DataPointCount()
+// writeDeltas writes md, which has total points, some of delta
+// temporality, through the processor. Points the processor drops (older
+// than the stream's last, of a stream over the limit) are counted as
+// rejected.
+func (h *Handler) writeDeltas(ctx context.Context, md pmetric.Metrics, total int, wk *work) reply {
 	wk.rj.Reset()
 	wk.app.reset(nil, &wk.rj) // if nothing is left to convert
 	wk.rep = reply{status: http.StatusOK}

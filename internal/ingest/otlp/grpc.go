@@ -33,12 +33,12 @@ type grpcService struct {
 
 func (g *grpcService) Export(ctx context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
 	wk := g.h.pool.Get().(*work)
-	defer g.h.pool.Put(wk)
+	defer g.h.put(wk)
 	rep := g.h.write(ctx, req.Metrics(), wk)
 	resp := pmetricotlp.NewExportResponse()
 	if rep.status != http.StatusOK {
 		st := status.New(rep.code, rep.msg)
-		if rep.throttled {
+		if rep.throttled() {
 			// OTLP: RESOURCE_EXHAUSTED is retried only with RetryInfo.
 			if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Second)}); err == nil {
 				st = d

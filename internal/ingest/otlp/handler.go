@@ -206,13 +206,13 @@ type reply struct {
 	status int
 	code   codes.Code // the gRPC code of a failure, for its Status body
 	msg    string
-	// rejected and total are the points refused and sent, for a
-	// partial success.
-	rejected, total int
-	// throttled marks a request refused by the rate limit, to be retried
-	// in a second.
-	throttled bool
+	// rejected is the points refused, for a partial success.
+	rejected int
 }
+
+// throttled reports whether rep refuses a request for the rate limit:
+// the sender is told to retry in a second.
+func (rep reply) throttled() bool { return rep.status == http.StatusTooManyRequests }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -224,7 +224,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", ct)
 	if rep.status != http.StatusOK {
-		if rep.status == http.StatusServiceUnavailable || rep.throttled {
+		if rep.status == http.StatusServiceUnavailable || rep.throttled() {
 			w.Header().Set("Retry-After", "1")
 		}
 		w.WriteHeader(rep.status)
@@ -381,19 +381,20 @@ func tooLarge(limit int64) reply {
 
 // write translates md into the store and says what became of its points.
 func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply {
-	if n := md.DataPointCount(); !h.opts.RateLimiter.Allow(n) {
-		return reply{status: http.StatusTooManyRequests, code: codes.ResourceExhausted, throttled: true,
-			msg: fmt.Sprintf("ingestion rate limit of %g samples/s reached (--remote-write.max-samples-per-second); request of %d data points refused, retry later", h.opts.RateLimiter.Rate(), n)}
+	total := md.DataPointCount()
+	if !h.opts.RateLimiter.Allow(total) {
+		return reply{status: http.StatusTooManyRequests, code: codes.ResourceExhausted,
+			msg: fmt.Sprintf("ingestion rate limit of %g samples/s reached (--remote-write.max-samples-per-second); request of %d data points refused, retry later", h.opts.RateLimiter.Rate(), total)}
 	}
 	if h.d2c != nil && hasDelta(md) {
-		return h.writeDeltas(ctx, md, wk)
+		return h.writeDeltas(ctx, md, total, wk)
 	}
 	wk.rj.Reset()
 	rep := h.convert(ctx, md, wk)
 	if rep.status != http.StatusOK {
 		return rep
 	}
-	return h.outcome(md.DataPointCount(), wk)
+	return h.outcome(total, wk)
 }
 
 // convert translates md into the store and commits. It answers a failure;
@@ -426,7 +427,7 @@ func (h *Handler) convert(ctx context.Context, md pmetric.Metrics, wk *work) rep
 // outcome is the answer to a request of total points that went in: the
 // points not counted as stored are rejected, and the problems say why.
 func (h *Handler) outcome(total int, wk *work) reply {
-	rep := reply{status: http.StatusOK, total: total, rejected: max(total-wk.app.written, 0)}
+	rep := reply{status: http.StatusOK, rejected: max(total-wk.app.written, 0)}
 	h.opts.Metrics.Observe(total, rep.rejected, &wk.rj)
 	if rep.rejected > 0 || wk.rj.Any() {
 		rep.msg = fmt.Sprintf("%d of %d data points rejected%s", rep.rejected, total, wk.rj.Details())

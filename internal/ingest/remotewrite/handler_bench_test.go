@@ -142,7 +142,7 @@ func benchWrite(b *testing.B, version int, hist, metrics bool) {
 	defer hd.Close()
 	hopts := DefaultOptions()
 	if metrics {
-		hopts.Metrics = ingest.NewMetricsVecs(prometheus.NewRegistry()).ForReceiver("remote-write")
+		hopts.Metrics = ingest.NewMetricVecs(prometheus.NewRegistry()).ForReceiver("remote-write")
 	}
 	h := NewHandler(hd, hopts)
 	ct := "application/x-protobuf"
