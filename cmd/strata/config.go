@@ -64,6 +64,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&sc.MaxExemplars, "storage.max-exemplars", sc.MaxExemplars, "how many exemplars to keep, the newest of all series together (about 100 bytes each); 0 keeps none")
 	fs.IntVar(&sc.MaxSeries, "storage.max-series", sc.MaxSeries, "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
 	blockDuration := fs.String("storage.block-duration", model.Duration(sc.BlockDuration).String(), "time range of the blocks the in-memory head is written to; the head holds about one and a half of them (units as Prometheus: ms, s, m, h, d, w, y)")
+	oooWindow := fs.String("storage.out-of-order-window", "0s", "how far behind the newest sample a sample older than its series' newest is still taken, as Prometheus' out_of_order_time_window: 30m suits OpenTelemetry senders, which batch, retry and fan in; 100y takes anything; 0 refuses such samples with 400 (OTLP: rejected points)")
 	maxBlockDuration := fs.String("storage.max-block-duration", "0", "largest block that smaller ones are merged into; 0: the smaller of 31d and a tenth of --retention.time; the value of --storage.block-duration turns merging off")
 	retentionTime := fs.String("retention.time", model.Duration(sc.RetentionTime).String(), "how long to keep data: blocks whose newest sample is older than the newest data by more than this are deleted; 0 keeps data forever")
 	retentionSize := fs.String("retention.size", "0", "most bytes blocks, WAL and head chunk files may take together (units B, KB, MB, GB, TB, PB, base 2 as in Prometheus); the oldest blocks are deleted above it; 0 for no limit")
@@ -95,6 +96,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--storage.max-block-duration: %w", err)
 	}
 	sc.MaxBlockDuration = time.Duration(d)
+	if d, err = model.ParseDuration(*oooWindow); err != nil {
+		return cfg, fmt.Errorf("--storage.out-of-order-window: %w", err)
+	}
+	sc.OutOfOrderWindow = time.Duration(d)
 	if d, err = model.ParseDuration(*retentionTime); err != nil {
 		return cfg, fmt.Errorf("--retention.time: %w", err)
 	}

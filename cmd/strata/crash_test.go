@@ -28,7 +28,38 @@ func TestCrashUnderWriteLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t), args: []string{"--storage.block-duration", "1m"}}
+	crashUnderLoad(t, []string{"--storage.block-duration", "1m"}, crashBatch)
+}
+
+// TestCrashUnderLateWriteLoad is TestCrashUnderWriteLoad with late
+// samples: one writer's batches go forward from 2000 s, another's back
+// in time from there, each sample older than its series' newest, and
+// the third's forward from 0, far behind the newest sample. With blocks
+// of a minute, the last two write to ranges already in blocks, and the
+// first writes a range every minute of data, so kills land while late
+// samples are taken, written to blocks of their own and merged.
+func TestCrashUnderLateWriteLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server")
+	}
+	crashUnderLoad(t, []string{"--storage.block-duration", "1m", "--storage.out-of-order-window", "1h"}, func(w, series, b int) *prompb.WriteRequest {
+		req := crashBatch(w, series, b)
+		for i := range req.Timeseries {
+			switch w {
+			case 1:
+				req.Timeseries[i].Samples[0].Timestamp = int64(2000-b) * 1000
+			case 2:
+				req.Timeseries[i].Samples[0].Timestamp = int64(2000+b) * 1000
+			}
+		}
+		return req
+	})
+}
+
+// crashUnderLoad runs the server with args under writers sending batches
+// made by batch, kills it at random moments and checks what survived.
+func crashUnderLoad(t *testing.T, args []string, batch func(w, series, b int) *prompb.WriteRequest) {
+	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t), args: args}
 	s.start()
 
 	const (
@@ -54,7 +85,13 @@ func TestCrashUnderWriteLoad(t *testing.T) {
 						return
 					default:
 					}
-					code, err := s.tryWrite(crashBatch(w, series, b))
+					code, err := s.tryWrite(batch(w, series, b))
+					for err == nil && code == http.StatusServiceUnavailable {
+						// A late sample's range is being written to a
+						// block: send again, as a sender does.
+						time.Sleep(5 * time.Millisecond)
+						code, err = s.tryWrite(batch(w, series, b))
+					}
 					if err != nil || code != http.StatusNoContent {
 						// The server is gone (or refused): this batch is
 						// not acknowledged, stop writing.

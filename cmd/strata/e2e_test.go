@@ -365,6 +365,8 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--storage.block-duration", "10s"},
 		{"--storage.block-duration", "2h", "--storage.max-block-duration", "1h"},
 		{"--retention.time", "15 days"},
+		{"--storage.out-of-order-window", "soon"},
+		{"--storage.out-of-order-window", "-30m"},
 		{"--retention.size", "10XB"},
 		{"--retention.size", "-5"},
 		{"--otlp.translation-strategy", "Underscores"},
@@ -388,12 +390,12 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		cfg.server.ParserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
 		t.Fatalf("features parsed wrong: %+v", cfg)
 	}
-	cfg, err = parseFlags([]string{"--retention.time", "30d", "--retention.size", "512MB", "--storage.block-duration", "1h"})
+	cfg, err = parseFlags([]string{"--retention.time", "30d", "--retention.size", "512MB", "--storage.block-duration", "1h", "--storage.out-of-order-window", "30m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc := cfg.server; sc.RetentionTime != 30*24*time.Hour || sc.RetentionSize != 512<<20 || sc.BlockDuration != time.Hour {
-		t.Errorf("storage flags parsed wrong: %s %d %s", sc.RetentionTime, sc.RetentionSize, sc.BlockDuration)
+	if sc := cfg.server; sc.RetentionTime != 30*24*time.Hour || sc.RetentionSize != 512<<20 || sc.BlockDuration != time.Hour || sc.OutOfOrderWindow != 30*time.Minute {
+		t.Errorf("storage flags parsed wrong: %s %d %s %s", sc.RetentionTime, sc.RetentionSize, sc.BlockDuration, sc.OutOfOrderWindow)
 	}
 	cfg, err = parseFlags([]string{"--otlp.translation-strategy", "NoUTF8EscapingWithSuffixes", "--otlp.promote-resource-attributes", " k8s.pod.name, region ",
 		"--otlp.delta", "as-is", "--otlp.promote-scope-metadata", "--otlp.convert-histograms-to-nhcb"})

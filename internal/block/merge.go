@@ -15,22 +15,27 @@ import (
 )
 
 // Merge writes one block into directory parent of fsys (nil: the
-// operating system's) holding every series and chunk of blocks, which
-// must not overlap in time, and returns its meta. The new block covers from the first block's MinTime to the last one's
-// MaxTime, its level is one above the highest of theirs, and its sources
-// are all of theirs. Chunks are copied as they are, not decoded. The
-// source blocks are only read: replacing them is the caller's.
+// operating system's) holding every series and chunk of blocks, and
+// returns its meta. The new block covers from the blocks' oldest MinTime
+// to their newest MaxTime, its level is one above the highest of theirs,
+// and its sources are all of theirs. Chunks are copied as they are, not
+// decoded, unless blocks overlap in time (late samples written to a
+// block of their own): a series' chunks that overlap are then merged
+// (chunkenc.MergeOverlapping), each timestamp kept once. The source
+// blocks are only read: replacing them is the caller's.
 func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Meta, error) {
 	if len(blocks) < 2 {
 		return Meta{}, fmt.Errorf("merge needs at least two blocks, got %d", len(blocks))
 	}
 	blocks = slices.Clone(blocks)
 	slices.SortFunc(blocks, func(a, b *Block) int { return cmp.Compare(a.meta.MinTime, b.meta.MinTime) })
-	opts := WriterOptions{MinTime: blocks[0].meta.MinTime, MaxTime: blocks[len(blocks)-1].meta.MaxTime, FS: fsys}
+	opts := WriterOptions{MinTime: blocks[0].meta.MinTime, MaxTime: blocks[0].meta.MaxTime, FS: fsys}
+	overlap := false
 	for i, b := range blocks {
-		if i > 0 && b.meta.MinTime <= blocks[i-1].meta.MaxTime {
-			return Meta{}, fmt.Errorf("blocks %s and %s overlap", blocks[i-1].meta.ULID, b.meta.ULID)
+		if i > 0 && b.meta.MinTime <= opts.MaxTime {
+			overlap = true
 		}
+		opts.MaxTime = max(opts.MaxTime, b.meta.MaxTime)
 		opts.Level = max(opts.Level, b.meta.Level+1)
 		opts.Sources = append(opts.Sources, b.meta.Sources...)
 	}
@@ -87,6 +92,15 @@ func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Me
 				return Meta{}, err
 			}
 		}
+		if overlap {
+			slices.SortStableFunc(chunks, func(a, b chunkenc.Meta) int { return cmp.Compare(a.MinT, b.MinT) })
+			merged, err := chunkenc.MergeOverlapping(chunks, mergedChunkSamples)
+			if err != nil {
+				w.Abort()
+				return Meta{}, fmt.Errorf("series %s: %w", lset, err)
+			}
+			chunks = merged
+		}
 		if err := w.AddSeries(lset, chunks); err != nil {
 			w.Abort()
 			return Meta{}, err
@@ -94,6 +108,10 @@ func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Me
 	}
 	return w.Finish()
 }
+
+// mergedChunkSamples is how many samples a chunk merged from overlapping
+// ones holds at most: what the head cuts chunks at by default.
+const mergedChunkSamples = 120
 
 // seriesCursor walks a block's series in label order.
 type seriesCursor struct {

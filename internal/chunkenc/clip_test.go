@@ -1,6 +1,7 @@
 package chunkenc
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -46,5 +47,78 @@ func TestClip(t *testing.T) {
 		if none, _ := Clip(c, 91, 200); none != nil {
 			t.Errorf("%s: clip outside the chunk returned %d chunks", c.Enc, len(none))
 		}
+	}
+}
+
+// TestMergeOverlapping merges a series' chunks from overlapping blocks:
+// floats and histograms, a timestamp in two chunks, a chunk overlapping
+// none.
+func TestMergeOverlapping(t *testing.T) {
+	floats := func(ts ...int64) Meta {
+		c := NewXORChunk()
+		for _, x := range ts {
+			c.Append(x, float64(x))
+		}
+		return Meta{Data: c.Bytes(), MinT: ts[0], MaxT: ts[len(ts)-1], Enc: EncXOR}
+	}
+	hists := func(ts ...int64) Meta {
+		c := NewHistogramChunk()
+		for _, x := range ts {
+			n := uint64(x)
+			if c.Append(x, &histogram.Histogram{Count: n, ZeroCount: n, Sum: float64(n)}) != Appended {
+				t.Fatal("histogram not appended")
+			}
+		}
+		return Meta{Data: c.Bytes(), MinT: ts[0], MaxT: ts[len(ts)-1], Enc: EncHistogram}
+	}
+	alone := floats(500, 510)
+	in := []Meta{
+		floats(0, 10, 20, 30, 40, 50),
+		floats(5, 25, 50), // 50 again: taken once
+		hists(60, 70),
+		floats(65),      // a float among histograms
+		hists(200, 210), // touches none
+		alone,
+	}
+	got, err := MergeOverlapping(in, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		ts    []int64
+		kinds []promchunkenc.ValueType
+		it    SeriesIterator
+	)
+	it.Reset(got, nil, -1000, 1000)
+	for vt := it.Next(); vt != promchunkenc.ValNone; vt = it.Next() {
+		ts, kinds = append(ts, it.AtT()), append(kinds, vt)
+		if vt == promchunkenc.ValFloat {
+			if _, v := it.At(); v != float64(it.AtT()) {
+				t.Errorf("float at %d is %g", it.AtT(), v)
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantTS := []int64{0, 5, 10, 20, 25, 30, 40, 50, 60, 65, 70, 200, 210, 500, 510}
+	if !slices.Equal(ts, wantTS) {
+		t.Fatalf("timestamps %v, want %v", ts, wantTS)
+	}
+	if kinds[8] != promchunkenc.ValHistogram || kinds[9] != promchunkenc.ValFloat || kinds[10] != promchunkenc.ValHistogram {
+		t.Errorf("kinds around 65: %v", kinds[8:11])
+	}
+	for i, c := range got {
+		if i > 0 && c.MinT <= got[i-1].MaxT {
+			t.Errorf("chunk %d [%d, %d] overlaps the one before", i, c.MinT, c.MaxT)
+		}
+		if c.Enc == EncXOR {
+			if n := (storedChunk{enc: c.Enc, data: c.Data}).NumSamples(); n > 4 {
+				t.Errorf("chunk %d holds %d samples, limit 4", i, n)
+			}
+		}
+	}
+	if last := got[len(got)-1]; &last.Data[0] != &alone.Data[0] {
+		t.Error("a chunk overlapping none was encoded anew")
 	}
 }

@@ -117,24 +117,33 @@ func (db *DB) mergeBlocks() error {
 
 // compactHead writes the head's ranges that are complete: older than the
 // newest sample by at least half a block range, so that the head keeps
-// what is still being written and what comes late.
+// what is still being written and what comes late. Late samples taken
+// for ranges already in blocks (before the head's floor) are written
+// to blocks of their own, which mergeBlocks then merges with the blocks
+// they overlap. As each merge rewrites a block, that waits for a range
+// to be written anyway, or for a block range of time or lateBatch late
+// samples since it was last done.
 func (db *DB) compactHead(h *head.Head) error {
 	r := db.opts.Head.BlockRange
 	if r <= 0 {
 		return nil
 	}
-	compacted := false
+	lateDue := time.Since(db.lateWritten) >= time.Duration(r)*time.Millisecond ||
+		h.Stats().SamplesLate-db.lateMark >= lateBatch
+	compacted, late := false, false
 	for {
-		mint, maxt := h.MinTime(), h.MaxTime()
-		if mint > maxt || maxt-mint <= r/2*3 {
+		lo, ok := nextRange(h, r, compacted || lateDue)
+		if !ok {
 			break
 		}
-		lo := rangeStart(mint, r)
-		hi := lo + r - 1
-		if err := db.compactRange(h, lo, hi); err != nil {
+		late = late || lo < h.Floor()
+		if err := db.compactRange(h, lo, lo+r-1); err != nil {
 			return err
 		}
 		compacted = true
+	}
+	if late {
+		db.lateWritten, db.lateMark = time.Now(), h.Stats().SamplesLate
 	}
 	if compacted {
 		// The WAL segments the block now holds go with the checkpoint.
@@ -145,13 +154,36 @@ func (db *DB) compactHead(h *head.Head) error {
 	return nil
 }
 
+// lateBatch is how many late samples make compactHead write those before
+// the floor without waiting for the next range: some 2 MB of chunks, a
+// bound on what a backfill of old data piles up in the head.
+const lateBatch = 1_000_000
+
+// nextRange returns the start of the head's next range of length r to
+// write to a block, if there is one: the oldest since the floor if the
+// head spans one and a half ranges since it, else, if late is set, the
+// oldest of the late samples before the floor.
+func nextRange(h *head.Head, r int64, late bool) (int64, bool) {
+	mint, maxt, floor := h.MinTime(), h.MaxTime(), h.Floor()
+	switch from := max(mint, floor); {
+	case mint > maxt:
+		return 0, false
+	case maxt-from > r/2*3:
+		return rangeStart(from, r), true
+	case late && mint < floor:
+		return rangeStart(mint, r), true
+	}
+	return 0, false
+}
+
 // compactRange writes the head's samples in [lo, hi] to a block and
 // truncates them from the head.
 func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 	start := time.Now()
-	// From here on no sample joins the range; the head goes on serving
-	// it until the block is in the list.
-	h.FreezeBefore(hi + 1)
+	// From here on no sample joins the range (late ones wait for the
+	// thaw); the head goes on serving it until the block is in the list.
+	h.Freeze(lo, hi)
+	defer h.Thaw()
 	w, err := block.NewWriter(db.opts.Dir, block.WriterOptions{MinTime: lo, MaxTime: hi, FS: db.fs})
 	if err != nil {
 		return err
@@ -182,7 +214,9 @@ func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 			"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", b.Meta().Stats.Bytes,
 			"duration", time.Since(start))
 	}
-	st := h.Truncate(hi + 1)
+	// Only [lo, hi]: late samples may have gone to older ranges since
+	// the caller chose this one.
+	st := h.TruncateRange(lo, hi)
 	db.stats.compactionNs.Add(int64(time.Since(start)))
 	db.logger.Debug("head truncated", "before", hi+1, "chunks", st.Chunks, "series_removed", st.SeriesRemoved, "bytes_freed", st.ArenaBytesFree)
 	return nil

@@ -106,9 +106,14 @@ type DB struct {
 	err    error
 
 	// compactMu lets one compaction or retention pass run at a time.
-	compactMu sync.Mutex
-	stop      chan struct{}
-	stopped   chan struct{}
+	// It guards lateWritten and lateMark: when compactHead last wrote
+	// late samples before the head's floor, and the head's count of late
+	// samples then.
+	compactMu   sync.Mutex
+	lateWritten time.Time
+	lateMark    uint64
+	stop        chan struct{}
+	stopped     chan struct{}
 
 	stats stats
 }
@@ -137,7 +142,8 @@ func Open(opts Options) *DB {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db := &DB{opts: opts, fs: vfs.Or(opts.FS), logger: logger, ready: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+	db := &DB{opts: opts, fs: vfs.Or(opts.FS), logger: logger, ready: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}),
+		lateWritten: time.Now()}
 	go func() {
 		h, blocks, err := db.open()
 		db.mu.Lock()
@@ -178,13 +184,20 @@ func (db *DB) open() (*head.Head, []*block.Block, error) {
 		return nil, nil, err
 	}
 	if n := len(blocks); n > 0 {
-		// A crash after a block was written and before the WAL was
-		// checkpointed replays that range into the head again.
 		newest := blocks[n-1].Meta().MaxTime
 		for _, b := range blocks {
 			newest = max(newest, b.Meta().MaxTime)
 		}
-		if st := h.Truncate(newest + 1); st.Chunks > 0 {
+		if hopts.OutOfOrderWindow > 0 {
+			// The head may hold late samples of ranges in blocks,
+			// not in any block yet: it keeps all it replayed. What
+			// a crash between a block's write and the checkpoint
+			// replayed is written again and merged away.
+			h.Freeze(newest+1, newest)
+			h.Thaw()
+		} else if st := h.Truncate(newest + 1); st.Chunks > 0 {
+			// A crash after a block was written and before the WAL
+			// was checkpointed replays that range into the head again.
 			db.logger.Info("head data already in blocks dropped", "chunks", st.Chunks, "before", newest+1)
 		}
 	}
@@ -282,15 +295,25 @@ func (db *DB) Appender(ctx context.Context) storage.Appender {
 
 // Querier implements Prometheus' storage.Queryable: the head and the
 // blocks that overlap [mint, maxt], merged. Series in several of them are
-// chained; a sample in both a block and the head (after a crash between
-// writing a block and truncating the head) is returned once.
+// chained; a sample in more than one (after a crash between writing a
+// block and truncating the head, or in blocks that overlap until they are
+// merged) is returned once.
 func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
-	db.mu.RLock()
-	h, blocks := db.head, db.blocks
-	db.mu.RUnlock()
+	h := db.Head()
 	if h == nil {
 		return nil, storage.ErrNotReady
 	}
+	// The head first: a compaction truncates the head only after its
+	// block is in the list, and waits for the head's readers that
+	// started before; so either the list read next has the block, or
+	// the head still has its samples for this querier.
+	hq, err := h.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	blocks := db.blocks
+	db.mu.RUnlock()
 	var qs []promstorage.Querier
 	for _, b := range blocks {
 		m := b.Meta()
@@ -303,15 +326,10 @@ func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 			continue
 		}
 		if err != nil {
-			closeQueriers(qs)
+			closeQueriers(append(qs, hq))
 			return nil, err
 		}
 		qs = append(qs, q)
-	}
-	hq, err := h.Querier(mint, maxt)
-	if err != nil {
-		closeQueriers(qs)
-		return nil, err
 	}
 	if len(qs) == 0 {
 		return hq, nil

@@ -30,13 +30,17 @@ func blockRanges(blockRange int64, maxDuration, retention time.Duration) []int64
 	return ranges
 }
 
-// planMerge returns blocks to merge into one, or nil. It looks at the
+// planMerge returns blocks to merge into one, or nil. Blocks that overlap
+// in time come first, whatever their size (see overlapping). Then it looks at the
 // ranges from the second on, smallest first, and takes the first aligned
 // window of a range holding two or more blocks that either fill the
 // window's time or end before the newest block starts, as Prometheus'
 // planner does. The newest block is never merged: it is the one the head
 // just wrote, and a window it may still fill waits for it.
 func planMerge(blocks []block.Meta, ranges []int64) []block.Meta {
+	if group := overlapping(blocks); group != nil {
+		return group
+	}
 	if len(blocks) < 3 {
 		return nil
 	}
@@ -74,4 +78,22 @@ func splitByRange(blocks []block.Meta, r int64) [][]block.Meta {
 		groups = append(groups, group)
 	}
 	return groups
+}
+
+// overlapping returns the first group of blocks, sorted by MinTime, whose
+// time ranges overlap one another's in a chain, or nil if none do: a late
+// sample's block and the one (or ones) of its range.
+func overlapping(blocks []block.Meta) []block.Meta {
+	for i := 0; i < len(blocks); {
+		j, maxt := i+1, blocks[i].MaxTime
+		for j < len(blocks) && blocks[j].MinTime <= maxt {
+			maxt = max(maxt, blocks[j].MaxTime)
+			j++
+		}
+		if j > i+1 {
+			return blocks[i:j]
+		}
+		i = j
+	}
+	return nil
 }

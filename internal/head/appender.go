@@ -103,14 +103,22 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		}
 	}
 	if floor := h.appendFloor.Load(); smpl.T < floor {
-		h.stats.samplesRejected.Add(1)
-		return ref, fmt.Errorf("%w: series %s, timestamp %d is before %d, which is in blocks already", storage.ErrOutOfBounds, lset, smpl.T, floor)
+		switch {
+		case !h.acceptsLate(smpl.T):
+			h.stats.samplesRejected.Add(1)
+			return ref, fmt.Errorf("%w: series %s, timestamp %d is before %d, which is in blocks already", storage.ErrOutOfBounds, lset, smpl.T, floor)
+		case h.frozenOverlaps(smpl.T, smpl.T):
+			return ref, fmt.Errorf("%w: series %s, timestamp %d", storage.ErrCompacting, lset, smpl.T)
+		}
 	}
 	var (
 		s         *memSeries
 		dup       bool
 		err       error
 		prevStart int64
+		// late: the sample is older than the series' newest, within
+		// the out-of-order window.
+		late bool
 	)
 	if a.gen < 0 {
 		a.gen = h.appenderGens.enter()
@@ -124,6 +132,11 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 			// Live since its first sample of the batch.
 			dup, err = a.checkLast(kind, smpl)
 			prevStart = a.lastStart
+			if late = err == storage.ErrOutOfOrderSample && h.acceptsLate(smpl.T); late {
+				s.mu.Lock()
+				dup, err = s.checkLate(lateSample{t: smpl.T, v: smpl.V, h: smpl.H, fh: smpl.FH})
+				s.mu.Unlock()
+			}
 			break
 		}
 		s.mu.Lock()
@@ -136,6 +149,9 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 			dup, err = s.appendable(smpl.T, smpl.V)
 		} else {
 			dup, err = s.appendableHistogram(smpl.T, smpl.H, smpl.FH)
+		}
+		if late = err == storage.ErrOutOfOrderSample && h.acceptsLate(smpl.T); late {
+			dup, err = s.checkLate(lateSample{t: smpl.T, v: smpl.V, h: smpl.H, fh: smpl.FH})
 		}
 		prevStart = s.currentStart()
 		s.mu.Unlock()
@@ -182,7 +198,9 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 	case chunkenc.EncFloatHistogram:
 		b.addFloatHistogram(s, smpl.T, smpl.FH)
 	}
-	if st := validStart(smpl.ST, smpl.T); st != prevStart {
+	// A late sample's start time is not recorded: the history of start
+	// times follows the newest sample.
+	if st := validStart(smpl.ST, smpl.T); st != prevStart && !late {
 		a.starts = append(a.starts, record.RefStartTime{Ref: s.ref, T: smpl.T, ST: st})
 		a.startSeries = append(a.startSeries, s)
 		if a.pendingStart == nil {
@@ -357,11 +375,12 @@ func (a *appender) Commit() error {
 	}
 	h.commitMu.RLock()
 	defer h.commitMu.RUnlock()
-	if floor := h.appendFloor.Load(); a.mint < floor {
+	if floor := h.appendFloor.Load(); a.mint < floor && (h.opts.OutOfOrderWindow <= 0 || h.frozenOverlaps(a.mint, a.maxt)) {
 		// The range of a sample was frozen for a block since Append
 		// took it. Nothing is stored; a retry gets ErrOutOfBounds for
-		// that sample from Append and stores the rest.
-		return fmt.Errorf("a sample at %d is in a range written to a block meanwhile (before %d); retry", a.mint, floor)
+		// that sample from Append, or takes it late once the range is
+		// written, and stores the rest.
+		return fmt.Errorf("%w: a sample at %d is in a range written to a block meanwhile (before %d)", storage.ErrCompacting, a.mint, floor)
 	}
 	if err := h.wal.Log(recs...); err != nil {
 		return fmt.Errorf("log to WAL: %w", err)
@@ -382,6 +401,12 @@ func (a *appender) Commit() error {
 		n, d := a.batches[i].apply(m)
 		appended += n
 		dropped += d
+	}
+	if len(m.retired) > 0 {
+		h.retireChunks(m.retired)
+	}
+	if m.inserted > 0 {
+		h.stats.samplesLate.Add(m.inserted)
 	}
 	for i, e := range a.starts {
 		s := a.startSeries[i]

@@ -13,7 +13,8 @@ import (
 
 // TestSeriesApply walks one series through the decisions Commit and
 // replay share (applyFloat, applyHistogram): every kind in order, exact duplicates, other values at
-// the same timestamp, and samples out of order.
+// the same timestamp, and late samples, inserted unless they repeat a
+// timestamp.
 func TestSeriesApply(t *testing.T) {
 	h1, h2 := testHistogram(1), testHistogram(2)
 	fh := testHistogram(3).ToFloat(nil)
@@ -31,7 +32,9 @@ func TestSeriesApply(t *testing.T) {
 		{"next float", 20, 2, nil, nil, true, nil},
 		{"exact duplicate", 20, 2, nil, nil, false, nil},
 		{"other value, same time", 20, 3, nil, nil, false, storage.ErrDuplicateSampleForTimestamp},
-		{"out of order", 15, 3, nil, nil, false, storage.ErrOutOfOrderSample},
+		{"late", 15, 3, nil, nil, true, nil},
+		{"late exact duplicate", 10, 1, nil, nil, false, nil},
+		{"late other value", 10, 5, nil, nil, false, storage.ErrDuplicateSampleForTimestamp},
 		{"stale marker", 30, stale, nil, nil, true, nil},
 		{"repeated stale marker", 30, stale, nil, nil, false, nil},
 		{"histogram after floats", 40, 0, h1, nil, true, nil},
@@ -39,7 +42,9 @@ func TestSeriesApply(t *testing.T) {
 		{"other histogram, same time", 40, 0, h2, nil, false, storage.ErrDuplicateSampleForTimestamp},
 		{"float at a histogram's time", 40, 1, nil, nil, false, storage.ErrDuplicateSampleForTimestamp},
 		{"float histogram", 50, 0, nil, fh, true, nil},
-		{"histogram out of order", 45, 0, h2, nil, false, storage.ErrOutOfOrderSample},
+		{"late histogram", 45, 0, h2, nil, true, nil},
+		{"late histogram again", 45, 0, h2, nil, false, nil},
+		{"late float at a histogram's time", 45, 1, nil, nil, false, storage.ErrDuplicateSampleForTimestamp},
 		{"float after histograms", 60, 4, nil, nil, true, nil},
 	}
 	s := newMemSeries(1, labels.FromStrings("__name__", "m"))

@@ -61,7 +61,7 @@ func (h *Head) Checkpoint() error {
 		// its blocks when it opens.
 		return nil
 	}
-	reader, _ := h.acquireReader(math.MinInt64)
+	reader := h.acquireReader(math.MinInt64)
 	size, err := h.writeCheckpoint(dir)
 	h.releaseReader(reader)
 	// The checkpoint read every chunk; they need not stay resident.

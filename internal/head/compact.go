@@ -14,7 +14,7 @@ import (
 // open chunk is passed as a copy; it stays in the head. It stops at the
 // first error fn returns and returns it.
 func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunks []chunkenc.Meta) error) error {
-	reader, mint := h.acquireReader(mint)
+	reader := h.acquireReader(mint)
 	defer h.releaseReader(reader)
 	var all []*memSeries
 	for i := range h.series.byRef {

@@ -48,6 +48,11 @@ type Options struct {
 	// MaxExemplars is how many exemplars the head keeps, the newest of all
 	// series together; 0 keeps none. Each takes about 100 bytes.
 	MaxExemplars int
+	// OutOfOrderWindow is how far (ms) behind the head's newest sample a
+	// sample older than its series' newest may be and still be taken;
+	// 0 refuses every such sample (storage.ErrOutOfOrderSample). See
+	// late.go.
+	OutOfOrderWindow int64
 	// MaxSeries is the most series the head creates from appends; 0 means
 	// no limit. Replay is not limited: what was acknowledged is restored.
 	MaxSeries int
@@ -107,14 +112,14 @@ type Head struct {
 	appenders chan *appender
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
-	// minValidTime is the oldest timestamp the head holds and queries
-	// read: what is older was truncated after it went to blocks.
-	// appendFloor is the oldest timestamp it takes: FreezeBefore raises
-	// it before a range is written to a block, so that no sample joins
-	// the range meanwhile. appendFloor >= minValidTime; both are
-	// math.MinInt64 until the first compaction.
-	minValidTime atomic.Int64
-	appendFloor  atomic.Int64
+	// appendFloor is the oldest timestamp the head takes in order:
+	// Truncate and Freeze raise it past a range written to a block.
+	// Older samples are late, taken only within the out-of-order window,
+	// and not in frozen: the range being written to a block while Freeze
+	// holds it, nil after Thaw. appendFloor is math.MinInt64 until the
+	// first compaction.
+	appendFloor atomic.Int64
+	frozen      atomic.Pointer[timeRange]
 	// mint and maxt bound the timestamps of the head's samples:
 	// math.MaxInt64 and math.MinInt64 while it has none. mint may be
 	// lower than the oldest sample left after a truncation, never higher.
@@ -150,6 +155,7 @@ type stats struct {
 	samplesAppended  atomic.Uint64
 	samplesRejected  atomic.Uint64
 	samplesDropped   atomic.Uint64
+	samplesLate      atomic.Uint64
 	replayedSamples  atomic.Uint64
 	replayedRecords  atomic.Uint64
 	replayDurationNs atomic.Int64
@@ -160,7 +166,8 @@ type Stats struct {
 	Series          int64  // series in the head
 	SamplesAppended uint64 // samples committed since open, replay excluded
 	SamplesRejected uint64 // samples refused by Append (out of order, duplicate timestamp)
-	SamplesDropped  uint64 // samples logged but found out of order when applied (concurrent writers)
+	SamplesDropped  uint64 // samples logged but found a duplicate when applied (concurrent writers)
+	SamplesLate     uint64 // of SamplesAppended, those older than their series' newest sample
 	ReplayedSamples uint64
 	WALBytesWritten int64
 	ReplayDuration  time.Duration
@@ -205,7 +212,6 @@ func Open(opts Options) (*Head, error) {
 		return nil, err
 	}
 	h.arena = arena
-	h.minValidTime.Store(math.MinInt64)
 	h.appendFloor.Store(math.MinInt64)
 	h.compactable = make(chan struct{}, 1)
 	h.mint.Store(math.MaxInt64)
@@ -270,6 +276,7 @@ func (h *Head) Stats() Stats {
 		SamplesAppended: h.stats.samplesAppended.Load(),
 		SamplesRejected: h.stats.samplesRejected.Load(),
 		SamplesDropped:  h.stats.samplesDropped.Load(),
+		SamplesLate:     h.stats.samplesLate.Load(),
 		ReplayedSamples: h.stats.replayedSamples.Load(),
 		ReplayedRecords: h.stats.replayedRecords.Load(),
 		ReplayDuration:  time.Duration(h.stats.replayDurationNs.Load()),
@@ -351,14 +358,43 @@ func (h *Head) widenTimes(mint, maxt int64) {
 	raise(&h.maxt, maxt)
 }
 
-// FreezeBefore makes the head refuse samples older than t from now on
-// (storage.ErrOutOfBounds) and returns once no commit that took older
-// ones is still applying them: the head's data before t no longer
-// changes, and can be written to a block.
-func (h *Head) FreezeBefore(t int64) {
+// Freeze makes the head refuse samples older than hi+1 from now on, late
+// ones in [lo, hi] too until Thaw (storage.ErrOutOfBounds, or
+// ErrCompacting for those the out-of-order window takes), and returns
+// once no commit that took such samples is still applying them: the
+// head's data in [lo, hi] no longer changes, and can be written to a
+// block.
+func (h *Head) Freeze(lo, hi int64) {
+	h.frozen.Store(&timeRange{lo, hi})
+	h.freeze(hi + 1)
+}
+
+// timeRange is a closed range of timestamps.
+type timeRange struct{ lo, hi int64 }
+
+// frozenOverlaps reports whether the range Freeze holds overlaps [mint,
+// maxt].
+func (h *Head) frozenOverlaps(mint, maxt int64) bool {
+	r := h.frozen.Load()
+	return r != nil && mint <= r.hi && maxt >= r.lo
+}
+
+// Floor returns the oldest time the head takes samples at in order:
+// older ones, of ranges written to blocks, are taken only as late
+// samples.
+func (h *Head) Floor() int64 { return h.appendFloor.Load() }
+
+// Thaw lets late samples of the range Freeze held in again, once it is
+// truncated: they stay in the head until a compaction writes them to a
+// block of their own.
+func (h *Head) Thaw() { h.frozen.Store(nil) }
+
+// freeze raises appendFloor to t and waits for the commits that checked
+// it before.
+func (h *Head) freeze(t int64) {
 	raise(&h.appendFloor, t)
-	// A commit checks appendFloor under commitMu, shared: taking it
-	// exclusively waits for those that checked it before it was raised.
+	// A commit checks the floors under commitMu, shared: taking it
+	// exclusively waits for those that checked them before.
 	h.commitMu.Lock()
 	h.commitMu.Unlock()
 }
@@ -382,10 +418,12 @@ func lower(v *atomic.Int64, t int64) {
 // would otherwise pile up in memory between ticks.
 func (h *Head) Compactable() <-chan struct{} { return h.compactable }
 
-// checkCompactable signals Compactable if the head spans more than one
-// and a half block ranges.
+// checkCompactable signals Compactable if the head's samples since its
+// floor span more than one and a half block ranges. Late samples of
+// ranges before the floor do not count: the store writes them with the
+// next range.
 func (h *Head) checkCompactable() {
-	if r := h.opts.BlockRange; r > 0 && h.maxt.Load()-h.mint.Load() > r/2*3 {
+	if r := h.opts.BlockRange; r > 0 && h.maxt.Load()-max(h.mint.Load(), h.appendFloor.Load()) > r/2*3 {
 		select {
 		case h.compactable <- struct{}{}:
 		default:

@@ -18,8 +18,7 @@ import (
 //
 // The chunk bytes its series hand out stay valid until Close.
 func (h *Head) Querier(mint, maxt int64) (promstorage.Querier, error) {
-	id, mint := h.acquireReader(mint)
-	return &querier{head: h, mint: mint, maxt: maxt, reader: id}, nil
+	return &querier{head: h, mint: mint, maxt: maxt, reader: h.acquireReader(mint)}, nil
 }
 
 // querier reads the head. It holds no locks between calls: each series is

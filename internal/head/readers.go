@@ -6,27 +6,43 @@ import (
 )
 
 // readers tracks the queries and checkpoints reading the head, each with
-// the oldest time it reads, so that Truncate drops chunks only once no
-// reader that may read them is running: a query started before a
-// truncation sees the head as it was when the query started, and the
-// arena may return a dropped chunk's memory to the system at once.
+// the oldest time it reads, so that chunks leave the head only in ways no
+// reader notices:
 //
-// A reader registers with the head's minValidTime read under mu, and
-// Truncate raises minValidTime before it waits under mu for readers older
-// than it: a reader registers either before the wait, which then waits
-// for it, or after, and then reads no dropped chunk.
+//   - Truncate waits for the readers that started before it and read the
+//     range it drops: a query started before a block took over a range
+//     sees the head's samples of it. A reader that starts later finds the
+//     block in the store's list, which gets it before the head is
+//     truncated. Truncate waits only for readers older than itself, so a
+//     stream of new queries cannot hold it up.
+//   - The bytes of chunks dropped by Truncate, or replaced because a late
+//     sample went into them, are retired (retireChunks): freed once every
+//     reader that may hold them is done, as the arena may return their
+//     memory to the system at once.
+//
+// Reader ids grow with each reader; a retired chunk records the last id
+// handed out when it left its series, and no reader with a higher id can
+// have seen it there.
 //
 // All fields are guarded by mu.
 type readers struct {
-	mu     sync.Mutex
-	done   sync.Cond // signalled when a reader ends
-	next   uint64
-	active map[uint64]int64 // reader id -> oldest time it reads
+	mu      sync.Mutex
+	done    sync.Cond // signalled when a reader ends
+	next    uint64
+	active  map[uint64]int64 // reader id -> oldest time it reads
+	retired []retiredChunk   // by after
 }
 
-// acquire registers a reader of [max(mint, h.minValidTime), ...] and
-// returns its id and its mint.
-func (h *Head) acquireReader(mint int64) (id uint64, from int64) {
+// retiredChunk is the bytes of a chunk no series holds any more, which
+// readers up to id after may still read.
+type retiredChunk struct {
+	data  []byte
+	after uint64
+}
+
+// acquireReader registers a reader of the head from mint on and returns
+// its id.
+func (h *Head) acquireReader(mint int64) uint64 {
 	r := &h.readers
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -34,37 +50,80 @@ func (h *Head) acquireReader(mint int64) (id uint64, from int64) {
 		r.active = map[uint64]int64{}
 		r.done.L = &r.mu
 	}
-	from = max(mint, h.minValidTime.Load())
 	r.next++
-	r.active[r.next] = from
-	return r.next, from
+	r.active[r.next] = mint
+	return r.next
 }
 
-// releaseReader ends the reader id.
+// releaseReader ends the reader id, freeing the retired chunks no running
+// reader may hold.
 func (h *Head) releaseReader(id uint64) {
 	r := &h.readers
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	delete(r.active, id)
 	r.done.Broadcast()
-	r.mu.Unlock()
+	if len(r.retired) == 0 {
+		return
+	}
+	oldest := r.oldestID()
+	n := 0
+	for n < len(r.retired) && r.retired[n].after < oldest {
+		h.arena.release(r.retired[n].data)
+		n++
+	}
+	clear(r.retired[:n])
+	r.retired = r.retired[n:]
 }
 
-// waitForReaders returns once no reader of time before mint is running.
-func (h *Head) waitForReaders(mint int64) {
+// waitForReaders returns once no reader that started before the call and
+// reads time up to maxt is running.
+func (h *Head) waitForReaders(maxt int64) {
 	r := &h.readers
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for r.oldest() < mint {
+	last := r.next
+	for {
+		busy := false
+		for id, from := range r.active {
+			if id <= last && from <= maxt {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return
+		}
 		r.done.Wait()
 	}
 }
 
-// oldest returns the oldest time a running reader reads, math.MaxInt64 if
+// retireChunks frees the bytes of chunks that left their series once no
+// reader that started before they left runs, and returns the bytes of
+// arena memory freed at once (none if a reader holds them back).
+func (h *Head) retireChunks(chunks [][]byte) int64 {
+	r := &h.readers
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.oldestID() > r.next {
+		var freed int64
+		for _, data := range chunks {
+			freed += h.arena.release(data)
+		}
+		return freed
+	}
+	for _, data := range chunks {
+		r.retired = append(r.retired, retiredChunk{data: data, after: r.next})
+	}
+	return 0
+}
+
+// oldestID returns the id of the oldest running reader, math.MaxUint64 if
 // none runs. mu must be held.
-func (r *readers) oldest() int64 {
-	oldest := int64(math.MaxInt64)
-	for _, t := range r.active {
-		oldest = min(oldest, t)
+func (r *readers) oldestID() uint64 {
+	oldest := uint64(math.MaxUint64)
+	for id := range r.active {
+		oldest = min(oldest, id)
 	}
 	return oldest
 }

@@ -346,6 +346,12 @@ func (w *replayWorker) run() {
 			}
 			w.applyHistogram(rs.Ref, rs.T, nil, rs.FH, m)
 		}
+		// Chunks late samples replaced: no reader runs during replay.
+		for i, data := range m.retired {
+			w.h.arena.release(data)
+			m.retired[i] = nil
+		}
+		m.retired = m.retired[:0]
 		b.reset()
 		w.free <- b
 	}

@@ -67,6 +67,13 @@ type chunkMem struct {
 	// series of a batch mostly share one, and a lookup within it saves
 	// two divisions per sample.
 	rangeLo, rangeHi int64
+	// late is insert's buffer for the samples of the chunk a late sample
+	// goes into; retired gets the bytes of closed chunks insert replaced,
+	// for the caller to retire (see retireChunks).
+	late    []lateSample
+	retired [][]byte
+	// inserted counts the late samples insert added.
+	inserted uint64
 }
 
 // crossesRange reports whether a sample at t falls in a later block range
@@ -141,14 +148,17 @@ func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err er
 	}
 }
 
-// applyFloat appends a float sample if it may follow the series' newest
-// sample and reports whether it did. err says why not (out of order,
-// another value at the same timestamp); an exact duplicate is neither
-// appended nor an error. Commit and replay both decide through it (and
-// applyHistogram), so that a replay restores exactly what the commit
-// applied. mu must be held.
+// applyFloat adds a float sample and reports whether it did: appended
+// after the series' newest sample, or inserted before it (see insert).
+// err says why not (another value at the same timestamp); an exact
+// duplicate is neither added nor an error. Commit and replay both decide
+// through it (and applyHistogram), so that a replay restores exactly
+// what the commit applied. mu must be held.
 func (s *memSeries) applyFloat(t int64, v float64, m *chunkMem) (bool, error) {
 	dup, err := s.appendable(t, v)
+	if err == storage.ErrOutOfOrderSample {
+		return s.insert(lateSample{t: t, v: v}, m)
+	}
 	if err != nil || dup {
 		return false, err
 	}
@@ -160,6 +170,9 @@ func (s *memSeries) applyFloat(t int64, v float64, m *chunkMem) (bool, error) {
 // histogram.
 func (s *memSeries) applyHistogram(t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, m *chunkMem) (bool, error) {
 	dup, err := s.appendableHistogram(t, h, fh)
+	if err == storage.ErrOutOfOrderSample {
+		return s.insert(lateSample{t: t, h: h, fh: fh}, m)
+	}
 	if err != nil || dup {
 		return false, err
 	}

@@ -19,44 +19,56 @@ type TruncateStats struct {
 }
 
 // Truncate drops the samples older than mint, which the caller has written
-// to a block, and from then on refuses appends older than mint
-// (storage.ErrOutOfBounds). Chunks that end before mint are dropped;
-// series left with none are removed from the head and its index, unless
-// an appender takes them meanwhile. The memory of dropped chunks is
-// returned to the system.
-//
-// Chunks never span a multiple of Options.BlockRange, so with mint such a
-// multiple nothing older than mint stays in the head. It is safe to call
-// while appenders commit and queries run; it waits for the queries and
-// checkpoints that started before it and read data older than mint.
+// to blocks, and from then on refuses appends older than mint unless the
+// out-of-order window takes them. It is TruncateRange(math.MinInt64,
+// mint-1).
 func (h *Head) Truncate(mint int64) TruncateStats {
-	h.FreezeBefore(mint)
-	raise(&h.minValidTime, mint)
+	return h.TruncateRange(math.MinInt64, mint-1)
+}
+
+// TruncateRange drops the samples in [lo, hi], which the caller has
+// written to a block, and from then on refuses appends older than hi+1
+// unless the out-of-order window takes them. Chunks that lie in [lo, hi]
+// are dropped; series left with none are removed from the head and its
+// index, unless an appender takes them meanwhile. The memory of dropped
+// chunks is returned to the system once no reader holds it.
+//
+// Chunks never span a multiple of Options.BlockRange, so with [lo, hi] a
+// block range nothing of it stays in the head. It is safe to call while
+// appenders commit and queries run; it waits for the queries and
+// checkpoints that started before it and read data up to hi. Samples
+// older than lo stay: late ones that came after the caller looked.
+func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
+	h.freeze(hi + 1)
 	// Queries and checkpoints started before may read what is dropped.
-	h.waitForReaders(mint)
+	h.waitForReaders(hi)
 	var (
 		st      TruncateStats
 		series  []*memSeries
 		dropped [][]byte
 		doomed  []*memSeries
 	)
+	before := h.mint.Load()
+	left := int64(math.MaxInt64)
 	for i := range h.series.byRef {
 		series = h.series.collect(i, series[:0])
 		for _, s := range series {
-			var empty bool
-			if dropped, empty = s.truncate(mint, dropped); empty {
+			var mint int64
+			dropped, mint = s.truncate(lo, hi, dropped)
+			if mint == math.MaxInt64 {
 				doomed = append(doomed, s)
 			}
+			left = min(left, mint)
 		}
 	}
 	clear(series)
-	raise(&h.mint, mint)
-	for _, data := range dropped {
-		if data != nil { // nil: an open chunk, never in the arena
-			st.ArenaBytesFree += h.arena.release(data)
-		}
+	// The oldest sample left; a commit may have lowered mint meanwhile.
+	if !h.mint.CompareAndSwap(before, left) {
+		lower(&h.mint, left)
 	}
 	st.Chunks = len(dropped)
+	dropped = slices.DeleteFunc(dropped, func(b []byte) bool { return b == nil }) // open chunks, never in the arena
+	st.ArenaBytesFree = h.retireChunks(dropped)
 	// Compaction read the range just dropped, and with it neighbouring
 	// pages of chunks still held.
 	h.arena.dropResident()
@@ -159,37 +171,42 @@ func (g *appenderGens) waitForOlder() {
 	}
 }
 
-// truncate drops the series' chunks that end before mint, appending their
-// bytes to dropped (nil for the open chunk, whose memory is the
-// collector's), and reports whether the series is left without samples.
-func (s *memSeries) truncate(mint int64, dropped [][]byte) ([][]byte, bool) {
+// truncate drops the series' chunks that lie in [lo, hi], appending
+// their bytes to dropped (nil for the open chunk, whose memory is the
+// collector's), and returns its oldest sample left, math.MaxInt64 if none
+// is; a series left without samples is doomed.
+func (s *memSeries) truncate(lo, hi int64, dropped [][]byte) ([][]byte, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := 0
-	for k < len(s.chunks) && s.chunks[k].maxt() < mint {
-		dropped = append(dropped, s.chunks[k].bytes())
-		k++
-	}
-	if k > 0 {
+	in := func(c headChunk) bool { return c.mint >= lo && c.maxt() <= hi }
+	if slices.ContainsFunc(s.chunks, in) {
+		kept := make([]headChunk, 0, len(s.chunks))
+		for _, c := range s.chunks {
+			if in(c) {
+				dropped = append(dropped, c.bytes())
+			} else {
+				kept = append(kept, c)
+			}
+		}
 		// A new array: a checkpoint may be encoding the old one.
-		s.chunks = slices.Clone(s.chunks[k:])
+		s.chunks = slices.Clip(kept)
 		if len(s.chunks) == 0 {
 			s.chunks = nil
 		}
 	}
-	if s.hasOpenSamples() && s.maxt < mint {
+	if s.hasOpenSamples() && s.headMint >= lo && s.maxt <= hi {
 		s.head = nil
 		dropped = append(dropped, nil)
 	}
-	if s.starts != nil {
+	mint := s.mint()
+	if s.starts != nil && mint != math.MaxInt64 {
 		s.starts.truncate(mint)
 	}
-	empty := len(s.chunks) == 0 && !s.hasOpenSamples()
-	if empty {
+	if mint == math.MaxInt64 {
 		s.maxt = math.MinInt64
 		s.state = seriesDoomed
 	}
-	return dropped, empty
+	return dropped, mint
 }
 
 // truncate drops the start time changes that no sample at mint or later

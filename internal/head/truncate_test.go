@@ -179,7 +179,7 @@ func testTruncateFreesArena(t *testing.T, chunkDir string) {
 	ss := q.Select(context.Background(), false, nil, all)
 	truncated := make(chan TruncateStats)
 	go func() { truncated <- h.Truncate(3 * testRange) }()
-	for h.minValidTime.Load() != 3*testRange {
+	for h.appendFloor.Load() != 3*testRange {
 		runtime.Gosched()
 	}
 	// The query started before the truncation: it reads everything.

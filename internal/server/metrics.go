@@ -49,8 +49,12 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 		}, stat(func(s head.Stats) float64 { return float64(s.SamplesRejected) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "strata_head_samples_dropped_total",
-			Help: "Samples logged but dropped when applied because a concurrent write made them out of order.",
+			Help: "Samples logged but dropped when applied because a concurrent write had stored their timestamp first.",
 		}, stat(func(s head.Stats) float64 { return float64(s.SamplesDropped) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_head_out_of_order_samples_appended_total",
+			Help: "Of the samples appended, those older than their series' newest sample, taken within the out-of-order window.",
+		}, stat(func(s head.Stats) float64 { return float64(s.SamplesLate) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_wal_replay_samples",
 			Help: "Samples replayed from the WAL at start.",

@@ -57,6 +57,9 @@ type Config struct {
 	BlockDuration time.Duration
 	// MaxBlockDuration bounds merged blocks; 0 means the default.
 	MaxBlockDuration time.Duration
+	// OutOfOrderWindow is how far behind the newest sample a sample
+	// older than its series' newest is still taken; 0 refuses them.
+	OutOfOrderWindow time.Duration
 	RetentionTime    time.Duration
 	RetentionSize    int64
 
@@ -118,6 +121,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	dbOpts.Head.MaxSeries = cfg.MaxSeries
 	dbOpts.Head.MaxExemplars = cfg.MaxExemplars
 	dbOpts.Head.BlockRange = cfg.BlockDuration.Milliseconds()
+	dbOpts.Head.OutOfOrderWindow = cfg.OutOfOrderWindow.Milliseconds()
 	dbOpts.MaxBlockDuration = cfg.MaxBlockDuration
 	dbOpts.RetentionTime = cfg.RetentionTime
 	dbOpts.RetentionSize = cfg.RetentionSize

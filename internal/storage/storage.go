@@ -122,6 +122,10 @@ var (
 
 	// ErrNotReady: the store is still replaying its WAL or is closing.
 	ErrNotReady = errors.New("storage not ready")
+	// ErrCompacting: the sample is late, within the out-of-order window,
+	// for a time range the store is writing to a block just now; sent
+	// again a moment later, it is taken.
+	ErrCompacting = errors.New("time range being written to a block, retry")
 )
 
 // SortedSet returns the strings of set, sorted: the answer of a label

@@ -128,7 +128,7 @@ func (b *batch) finish(fault error) result {
 // serverError maps a store failure to a status the sender retries. Nothing
 // was written.
 func serverError(err error) result {
-	if errors.Is(err, storage.ErrNotReady) {
+	if errors.Is(err, storage.ErrNotReady) || errors.Is(err, storage.ErrCompacting) {
 		return result{status: http.StatusServiceUnavailable, msg: err.Error()}
 	}
 	return result{status: http.StatusInternalServerError, msg: err.Error()}

@@ -1,0 +1,259 @@
+package head
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/prometheus/prometheus/model/histogram"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// Late samples: those older than their series' newest sample.
+//
+// Append takes one if it is within Options.OutOfOrderWindow of the head's
+// newest sample (acceptsLate). Commit logs it like any other sample and
+// insert puts it where it belongs: the chunk whose time it falls in, or
+// the nearest one if it falls between chunks, is decoded, the sample
+// added, and the samples encoded again into chunks cut by the rules that
+// cut appended ones. A series' chunks therefore stay sorted and disjoint,
+// so queries, checkpoints and blocks read them as they read any others:
+// a late sample pays for itself, once, and in-order appends pay nothing.
+// A closed chunk encoded again leaves its old bytes to readers that may
+// hold them; retireChunks frees them once those are done.
+
+// lateSample is a sample of any kind, as insert decodes a chunk into:
+// h or fh set for a histogram, v for a float.
+type lateSample struct {
+	t  int64
+	v  float64
+	h  *histogram.Histogram
+	fh *histogram.FloatHistogram
+}
+
+// acceptsLate reports whether a sample at t, older than its series'
+// newest or than the head's floor, is within the out-of-order window of
+// the newest sample: the head's, or the blocks' if the head is empty.
+func (h *Head) acceptsLate(t int64) bool {
+	w := h.opts.OutOfOrderWindow
+	if w <= 0 {
+		return false
+	}
+	maxt := h.maxt.Load()
+	if floor := h.appendFloor.Load(); floor != math.MinInt64 {
+		maxt = max(maxt, floor-1)
+	}
+	return maxt < math.MinInt64+w || t >= maxt-w
+}
+
+// insert adds a sample older than the series' newest one (t < s.maxt),
+// re-encoding the chunk it goes into, and reports whether it did: a
+// sample the series has at t already is an exact duplicate, dropped, or a
+// conflicting one, refused with ErrDuplicateSampleForTimestamp. The bytes
+// of a closed chunk it replaces are added to m.retired. mu must be held.
+func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
+	i, open := s.chunkFor(smpl.t, m.blockRange)
+	var (
+		data []byte
+		enc  chunkenc.Encoding
+		old  headChunk
+	)
+	if open {
+		data, enc = s.head.Bytes(), s.head.Encoding()
+	} else {
+		old = s.chunks[i]
+		data, enc = old.bytes(), old.encoding()
+	}
+	samples, err := decodeSamples(m.late[:0], data, enc)
+	if err != nil {
+		return false, fmt.Errorf("decode chunk for a late sample: %w", err)
+	}
+	k := sort.Search(len(samples), func(j int) bool { return samples[j].t >= smpl.t })
+	if k < len(samples) && samples[k].t == smpl.t {
+		m.late = samples
+		if sameSample(samples[k], smpl) {
+			return false, nil
+		}
+		return false, storage.ErrDuplicateSampleForTimestamp
+	}
+	samples = slices.Insert(samples, k, smpl)
+	m.late = samples
+
+	// Encode into as few chunks as the limit allows, of even sizes, so
+	// that the next late sample finds room rather than a full chunk.
+	enc2 := *m
+	enc2.lists, enc2.rangeLo, enc2.rangeHi = nil, 0, 0
+	parts := (len(samples) + m.samples - 1) / m.samples
+	enc2.samples = (len(samples) + parts - 1) / parts
+	tmp := memSeries{maxt: math.MinInt64}
+	for _, x := range samples {
+		switch {
+		case x.h != nil:
+			tmp.appendHistogram(x.t, x.h, &enc2)
+		case x.fh != nil:
+			tmp.appendFloatHistogram(x.t, x.fh, &enc2)
+		default:
+			tmp.append(x.t, x.v, &enc2)
+		}
+	}
+	if open {
+		chunks := make([]headChunk, 0, len(s.chunks)+len(tmp.chunks))
+		chunks = append(chunks, s.chunks...)
+		s.chunks = append(chunks, tmp.chunks...)
+		s.head, s.headMint = tmp.head, tmp.headMint
+		m.inserted++
+		return true, nil
+	}
+	tmp.cut(&enc2)
+	chunks := make([]headChunk, 0, len(s.chunks)-1+len(tmp.chunks))
+	chunks = append(chunks, s.chunks[:i]...)
+	chunks = append(chunks, tmp.chunks...)
+	// A new array: a reader or a checkpoint may hold the old one.
+	s.chunks = append(chunks, s.chunks[i+1:]...)
+	m.retired = append(m.retired, old.bytes())
+	m.inserted++
+	return true, nil
+}
+
+// checkLate is the appendable check for a late sample x: it finds the
+// sample the series holds at x.t, if any, and reports an exact duplicate
+// as dup and another one as ErrDuplicateSampleForTimestamp. Only the
+// chunk that may hold x.t is decoded. mu must be held.
+func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
+	i, open := s.chunkFor(x.t, 0)
+	var (
+		data       []byte
+		enc        chunkenc.Encoding
+		mint, maxt int64
+	)
+	if open {
+		data, enc, mint, maxt = s.head.Bytes(), s.head.Encoding(), s.headMint, s.maxt
+	} else {
+		c := s.chunks[i]
+		data, enc, mint, maxt = c.bytes(), c.encoding(), c.mint, c.maxt()
+	}
+	if x.t < mint || x.t > maxt {
+		return false, nil
+	}
+	var (
+		held  lateSample
+		found bool
+	)
+	switch enc {
+	case chunkenc.EncHistogram:
+		var it chunkenc.HistogramIterator
+		for it.Reset(data); !found && it.Next() && it.AtT() <= x.t; {
+			if found = it.AtT() == x.t; found {
+				held.h = it.AtHistogram(nil)
+			}
+		}
+	case chunkenc.EncFloatHistogram:
+		var it chunkenc.FloatHistogramIterator
+		for it.Reset(data); !found && it.Next() && it.AtT() <= x.t; {
+			if found = it.AtT() == x.t; found {
+				held.fh = it.AtFloatHistogram(nil)
+			}
+		}
+	default:
+		var it chunkenc.XORIterator
+		for it.Reset(data); !found && it.Next(); {
+			t, v := it.At()
+			if t > x.t {
+				break
+			}
+			found, held.v = t == x.t, v
+		}
+	}
+	if !found {
+		return false, nil
+	}
+	if sameSample(held, x) {
+		return true, nil
+	}
+	return false, storage.ErrDuplicateSampleForTimestamp
+}
+
+// chunkFor returns the chunk a late sample at t goes into: the open one
+// (open true) or closed chunk i. That is the last chunk starting at or
+// before t, or the first if t is before all; between two chunks, the next
+// one if only it is in t's block range, so that the sample does not make
+// a chunk of its own. mu must be held, and the series must have a sample.
+func (s *memSeries) chunkFor(t, blockRange int64) (i int, open bool) {
+	n := len(s.chunks)
+	total := n
+	if s.hasOpenSamples() {
+		total++
+	}
+	mintOf := func(j int) int64 {
+		if j == n {
+			return s.headMint
+		}
+		return s.chunks[j].mint
+	}
+	i = max(sort.Search(total, func(j int) bool { return mintOf(j) > t })-1, 0)
+	if i < n && i+1 < total && t > s.chunks[i].maxt() && blockRange > 0 {
+		r := rangeStart(t, blockRange)
+		if rangeStart(s.chunks[i].mint, blockRange) != r && rangeStart(mintOf(i+1), blockRange) == r {
+			i++
+		}
+	}
+	return i, i == n
+}
+
+// decodeSamples appends the samples of chunk data of encoding enc to dst.
+// Histograms are decoded into new ones, their counter reset hints made
+// unknown where the new position of a sample may change what they said
+// (see cleanHint).
+func decodeSamples(dst []lateSample, data []byte, enc chunkenc.Encoding) ([]lateSample, error) {
+	switch enc {
+	case chunkenc.EncHistogram:
+		var it chunkenc.HistogramIterator
+		it.Reset(data)
+		for it.Next() {
+			h := it.AtHistogram(nil)
+			h.CounterResetHint = cleanHint(h.CounterResetHint)
+			dst = append(dst, lateSample{t: it.AtT(), h: h})
+		}
+		return dst, it.Err()
+	case chunkenc.EncFloatHistogram:
+		var it chunkenc.FloatHistogramIterator
+		it.Reset(data)
+		for it.Next() {
+			fh := it.AtFloatHistogram(nil)
+			fh.CounterResetHint = cleanHint(fh.CounterResetHint)
+			dst = append(dst, lateSample{t: it.AtT(), fh: fh})
+		}
+		return dst, it.Err()
+	}
+	var it chunkenc.XORIterator
+	it.Reset(data)
+	for it.Next() {
+		t, v := it.At()
+		dst = append(dst, lateSample{t: t, v: v})
+	}
+	return dst, it.Err()
+}
+
+// cleanHint returns the hint a decoded histogram is encoded again with.
+// A reset and a gauge stay what they are; "not a reset" was said of the
+// sample before it, which a late sample may change, so it becomes
+// unknown and the chunk detects resets anew.
+func cleanHint(hint histogram.CounterResetHint) histogram.CounterResetHint {
+	if hint == histogram.NotCounterReset {
+		return histogram.UnknownCounterReset
+	}
+	return hint
+}
+
+// sameSample reports whether two samples at one timestamp are the same:
+// equal floats bit for bit (a repeated staleness marker too) or equal
+// histograms of the same kind.
+func sameSample(a, b lateSample) bool {
+	if a.h == nil && a.fh == nil && b.h == nil && b.fh == nil {
+		return math.Float64bits(a.v) == math.Float64bits(b.v)
+	}
+	return sameHistogram(a.h, a.fh, b.h, b.fh)
+}
