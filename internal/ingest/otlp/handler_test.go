@@ -700,3 +700,62 @@ func TestRateLimit(t *testing.T) {
 		t.Errorf("gRPC export over the rate: %v, details %v; want ResourceExhausted with RetryInfo", err, s.Details())
 	}
 }
+
+// TestLatePoints sends points older than their series' newest to a store
+// with an out-of-order window: those within it are stored in their
+// place, of every kind; an older one is a rejected point.
+func TestLatePoints(t *testing.T) {
+	opts := head.DefaultOptions()
+	opts.WALDir, opts.Stripes = t.TempDir(), 16
+	opts.OutOfOrderWindow = (10 * time.Minute).Milliseconds()
+	hd, err := head.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd.Close()
+	h := newHandler(t, hd, DefaultOptions())
+	points := func(at time.Time, v float64) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
+		g := ms.AppendEmpty()
+		g.SetName("g")
+		p := g.SetEmptyGauge().DataPoints().AppendEmpty()
+		p.SetTimestamp(pcommon.NewTimestampFromTime(at))
+		p.SetDoubleValue(v)
+		e := ms.AppendEmpty()
+		e.SetName("e")
+		eh := e.SetEmptyExponentialHistogram()
+		eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		ep := eh.DataPoints().AppendEmpty()
+		ep.SetTimestamp(pcommon.NewTimestampFromTime(at))
+		ep.SetCount(uint64(v))
+		ep.SetSum(v)
+		ep.SetScale(0)
+		ep.Positive().BucketCounts().FromRaw([]uint64{uint64(v)})
+		return md
+	}
+	for _, c := range []struct {
+		at       time.Time
+		v        float64
+		rejected int64
+	}{
+		{t0, 3, 0},
+		{t0.Add(-time.Minute), 2, 0},
+		{t0.Add(-time.Hour), 1, 2},
+	} {
+		resp := response(t, post(h, "/v1/metrics", contentProtobuf, "", encodeProto(t, points(c.at, c.v))))
+		if ps := resp.PartialSuccess(); ps.RejectedDataPoints() != c.rejected {
+			t.Errorf("points at %s: %d rejected (%q), want %d", c.at.Sub(t0), ps.RejectedDataPoints(), ps.ErrorMessage(), c.rejected)
+		}
+	}
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	want := []string{
+		fmt.Sprintf(`{__name__="e"} %d histogram count=2 sum=2 schema=0`, ms(-time.Minute)),
+		fmt.Sprintf(`{__name__="e"} %d histogram count=3 sum=3 schema=0`, ms(0)),
+		fmt.Sprintf(`{__name__="g"} %d 2`, ms(-time.Minute)),
+		fmt.Sprintf(`{__name__="g"} %d 3`, ms(0)),
+	}
+	if got := dump(t, hd); !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+}
