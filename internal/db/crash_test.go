@@ -18,16 +18,29 @@ import (
 // compaction finishes. With --wal.sync=always an acknowledged sample is
 // fsynced, so nothing acknowledged may be lost whatever else is.
 func TestCrashDuringCompaction(t *testing.T) {
+	crashAtEachStep(t, func(o *Options) { o.MaxBlockDuration = 0 }, func(db *DB, want map[string][]string) {
+		writeData(t, db, 0, 4*testRange, 4*testRange, want)
+	})
+}
+
+// crashAtEachStep opens a store with tweak and --wal.sync=always on a
+// crash-simulating file system, has write fill it, and crashes the next
+// compaction after its first, second, ... file system change until one
+// completes. After each crash it reopens the store on what was fsynced
+// and checks that every sample write acknowledged is there, once, and
+// that the next compaction finishes.
+func crashAtEachStep(t *testing.T, tweak func(*Options), write func(db *DB, want map[string][]string)) {
+	t.Helper()
 	durable := func(o *Options) {
+		tweak(o)
 		o.Head.WAL.Sync = wal.SyncAlways
 		o.Head.CheckpointOnClose = false
-		o.MaxBlockDuration = 0 // merge too
 	}
 	for step := 0; ; step++ {
 		fsys := crashfs.New()
 		db := openTestDB(t, "data", func(o *Options) { durable(o); o.FS = fsys })
 		want := map[string][]string{}
-		writeData(t, db, 0, 4*testRange, 4*testRange, want)
+		write(db, want)
 
 		fsys.CrashAfter(step)
 		err := db.Compact()
@@ -39,8 +52,7 @@ func TestCrashDuringCompaction(t *testing.T) {
 		db.Close() // errors expected: the file system is gone
 
 		db = openTestDB(t, "data", func(o *Options) { durable(o); o.FS = after })
-		got := readAll(t, db, math.MinInt64, math.MaxInt64)
-		assertSame(t, got, want)
+		assertSame(t, readAll(t, db, math.MinInt64, math.MaxInt64), want)
 		if t.Failed() {
 			t.Fatalf("step %d: samples lost or doubled after a crash", step)
 		}
@@ -51,6 +63,7 @@ func TestCrashDuringCompaction(t *testing.T) {
 		if n := len(db.Blocks()); n == 0 {
 			t.Fatalf("step %d: no blocks after compacting again", step)
 		}
+		assertDisjoint(t, db)
 		db.Close()
 		if !crashed {
 			t.Logf("compaction took %d file system changes; a crash after each kept every sample", step)

@@ -13,8 +13,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/storage"
-	"github.com/strata-db/strata/internal/vfs/crashfs"
-	"github.com/strata-db/strata/internal/wal"
 )
 
 // lateWindow takes any late sample: Prometheus' 100y.
@@ -144,52 +142,14 @@ func TestLateSamplesReachBlocks(t *testing.T) {
 
 // TestCrashDuringLateCompaction is TestCrashDuringCompaction for the
 // compaction that writes late samples to a block of their own and merges
-// it with the blocks it overlaps: at each file system change it keeps
-// only what was fsynced, reopens the store and checks that every
-// acknowledged sample is there, once.
+// it with the blocks it overlaps.
 func TestCrashDuringLateCompaction(t *testing.T) {
-	durable := func(o *Options) {
-		lateWindow(o)
-		o.Head.WAL.Sync = wal.SyncAlways
-		o.Head.CheckpointOnClose = false
-	}
-	for step := 0; ; step++ {
-		fsys := crashfs.New()
-		db := openTestDB(t, "data", func(o *Options) { durable(o); o.FS = fsys })
-		want := map[string][]string{}
+	crashAtEachStep(t, lateWindow, func(db *DB, want map[string][]string) {
 		writeData(t, db, 0, 4*testRange, 4*testRange, want)
 		if err := db.Compact(); err != nil {
 			t.Fatal(err)
 		}
 		writeLate(t, db, want)
 		writeData(t, db, 4*testRange, 5*testRange, 5*testRange, want)
-
-		fsys.CrashAfter(step)
-		err := db.Compact()
-		crashed := fsys.Crashed()
-		if !crashed && err != nil {
-			t.Fatalf("step %d: compaction failed without a crash: %v", step, err)
-		}
-		after := fsys.Crash()
-		db.Close() // errors expected: the file system is gone
-
-		db = openTestDB(t, "data", func(o *Options) { durable(o); o.FS = after })
-		assertSame(t, readAll(t, db, math.MinInt64, math.MaxInt64), want)
-		if t.Failed() {
-			t.Fatalf("step %d: samples lost or doubled after a crash", step)
-		}
-		if err := db.Compact(); err != nil {
-			t.Fatalf("step %d: compaction after the crash: %v", step, err)
-		}
-		assertSame(t, readAll(t, db, math.MinInt64, math.MaxInt64), want)
-		assertDisjoint(t, db)
-		db.Close()
-		if !crashed {
-			t.Logf("compaction took %d file system changes; a crash after each kept every sample", step)
-			if step < 10 {
-				t.Fatalf("only %d steps: the crash points did not reach the compaction", step)
-			}
-			return
-		}
-	}
+	})
 }

@@ -49,17 +49,7 @@ func benchmarkAppendLate(b *testing.B, nseries int) {
 	}
 	defer h.Close()
 	lsets := benchLabels(nseries)
-	batch := func(ts int64) {
-		app := h.Appender(context.Background())
-		for i, l := range lsets {
-			if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(i)}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := app.Commit(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	batch := func(ts int64) { appendEach(b, h, lsets, ts) }
 	ts := int64(0)
 	batch(ts)
 	// Allocations are counted for the timed batches only.
@@ -77,6 +67,19 @@ func benchmarkAppendLate(b *testing.B, nseries int) {
 		b.Fatalf("%d late samples, want %d", got, b.N*nseries)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nseries), "ns/sample")
+}
+
+// appendEach commits a batch of a sample at ts for each series.
+func appendEach(b *testing.B, h *Head, lsets []labels.Labels, ts int64) {
+	app := h.Appender(context.Background())
+	for i, l := range lsets {
+		if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // benchLabels returns n label sets of 10 labels, as node_exporter's CPU
@@ -106,15 +109,7 @@ func benchmarkAppend(b *testing.B, nseries int, files bool) {
 	lsets := benchLabels(nseries)
 	ts := int64(0)
 	batch := func() {
-		app := h.Appender(context.Background())
-		for i, l := range lsets {
-			if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(i)}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := app.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		appendEach(b, h, lsets, ts)
 		ts += 15000
 	}
 	batch() // create the series
