@@ -66,6 +66,9 @@ type Options struct {
 	// RateLimiter, shared with the other receivers, bounds the data
 	// points accepted per second; nil: no bound.
 	RateLimiter *ingest.RateLimiter
+	// referenceOnly turns the fast path off, for tests that compare it
+	// with the reference.
+	referenceOnly bool
 }
 
 // Delta is what the receiver does with points of delta temporality.
@@ -128,6 +131,8 @@ type Handler struct {
 	// d2c turns deltas into cumulative points, if Delta is
 	// DeltaCumulative.
 	d2c processor.Metrics
+	// cache is what the fast path has learnt; nil turns it off.
+	cache *fastCache
 }
 
 // work is what one request needs, kept for the next.
@@ -137,6 +142,7 @@ type work struct {
 	rj        ingest.Rejections
 	body      bytes.Buffer
 	rep       reply // of the conversion behind the delta processor
+	fast      fastState
 }
 
 // NewHandler returns a receiver writing to app. Close it when done.
@@ -162,6 +168,9 @@ func NewHandler(app storage.Appendable, opts Options) (*Handler, error) {
 			LabelNameUnderscoreSanitization:      t.LabelNameUnderscoreSanitization,
 			LabelNamePreserveMultipleUnderscores: t.LabelNamePreserveMultipleUnderscores,
 		},
+	}
+	if !opts.referenceOnly {
+		h.cache = newFastCache()
 	}
 	h.pool.New = func() any {
 		return &work{converter: prometheusremotewrite.NewPrometheusConverter(nil)}
@@ -294,6 +303,11 @@ func (h *Handler) serve(r *http.Request, ct string, wk *work) reply {
 	if !ok {
 		return rep
 	}
+	if h.cache != nil && ct == contentProtobuf {
+		if rep, ok := h.fastWrite(r.Context(), body, wk); ok {
+			return rep
+		}
+	}
 	req := pmetricotlp.NewExportRequest()
 	var err error
 	if ct == contentJSON {
@@ -382,9 +396,8 @@ func tooLarge(limit int64) reply {
 // write translates md into the store and says what became of its points.
 func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply {
 	total := md.DataPointCount()
-	if !h.opts.RateLimiter.Allow(total) {
-		return reply{status: http.StatusTooManyRequests, code: codes.ResourceExhausted,
-			msg: fmt.Sprintf("ingestion rate limit of %g samples/s reached (--remote-write.max-samples-per-second); request of %d data points refused, retry later", h.opts.RateLimiter.Rate(), total)}
+	if rep, ok := h.throttle(total); !ok {
+		return rep
 	}
 	if h.d2c != nil && hasDelta(md) {
 		return h.writeDeltas(ctx, md, total, wk)
@@ -395,6 +408,16 @@ func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply
 		return rep
 	}
 	return h.outcome(total, wk)
+}
+
+// throttle takes total data points from the rate limit, or answers why
+// it cannot.
+func (h *Handler) throttle(total int) (reply, bool) {
+	if h.opts.RateLimiter.Allow(total) {
+		return reply{}, true
+	}
+	return reply{status: http.StatusTooManyRequests, code: codes.ResourceExhausted,
+		msg: fmt.Sprintf("ingestion rate limit of %g samples/s reached (--remote-write.max-samples-per-second); request of %d data points refused, retry later", h.opts.RateLimiter.Rate(), total)}, false
 }
 
 // convert translates md into the store and commits. It answers a failure;

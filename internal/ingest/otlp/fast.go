@@ -1,0 +1,860 @@
+package otlp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/model/value"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/grpc/codes"
+)
+
+// The fast path takes protobuf requests of gauges and cumulative sums
+// (the bulk of OTLP metrics) without pdata and without building a label
+// set per point. It walks the request's wire format in place and keys
+// each data point by hashes of what its series' labels are made from:
+// the resource, the scope, the metric's name, unit, description and
+// kind, and the point's attributes, as bytes. A key seen before gives the
+// series' labels and ref at once (a stream); a new one is translated by
+// the reference path, Prometheus' converter, on a request made of that
+// point alone, and remembered. So labels, names, metadata and target_info
+// are the reference's by construction, and a steady stream of points
+// allocates nothing per point.
+//
+// A request with anything else (histograms, summaries, deltas,
+// exemplars, a message given twice, a malformed message) is left to the
+// reference path whole: nothing of it is stored by this one.
+//
+// Keys are two 64-bit hashes, of the metric and of the point's
+// attributes: two streams would have to collide in both at once to be
+// mistaken for each other. A stream costs about 300 bytes in the cache
+// (most of it its labels), and is forgotten streamTTL after its last
+// point.
+
+// errSlow says a request is the reference path's.
+var errSlow = errors.New("not for the fast path")
+
+// streamTTL is how long a stream, a metric or a resource is remembered
+// after it was last seen.
+const streamTTL = 15 * time.Minute
+
+// streamKey identifies a stream: the hash of its metric (with the scope
+// and resource around it) and of its point's attributes.
+type streamKey struct{ metric, attrs uint64 }
+
+// stream is a series the fast path appends to: its labels, as the
+// converter made them, and its ref in the store, updated when the store
+// hands out another (after the series was dropped from the head).
+type stream struct {
+	lset labels.Labels
+	ref  atomic.Uint64
+	seen atomic.Int64 // unix seconds
+}
+
+// family is a metric's translation: its Prometheus name and metadata.
+type family struct {
+	opts promstorage.AOptions
+	seen atomic.Int64
+}
+
+// resourceInfo is a resource's target_info labels, empty if the
+// converter makes none of it.
+type resourceInfo struct {
+	lset labels.Labels
+	hash uint64
+	seen atomic.Int64
+}
+
+const cacheShards = 64
+
+// fastCache holds what the fast path has learnt, shared by the requests.
+type fastCache struct {
+	shards    [cacheShards]cacheShard
+	mu        sync.RWMutex // guards families and resources
+	families  map[uint64]*family
+	resources map[uint64]*resourceInfo
+	// decodes holds the scopes and metrics found to decode (see
+	// checkOnce), with when they were last seen.
+	decodes map[uint64]*atomic.Int64
+	swept   atomic.Int64 // unix seconds of the last sweep
+}
+
+type cacheShard struct {
+	mu      sync.RWMutex
+	streams map[streamKey]*stream
+	_       [32]byte // keep neighbouring locks on separate cache lines
+}
+
+func newFastCache() *fastCache {
+	c := &fastCache{families: map[uint64]*family{}, resources: map[uint64]*resourceInfo{}, decodes: map[uint64]*atomic.Int64{}}
+	for i := range c.shards {
+		c.shards[i].streams = map[streamKey]*stream{}
+	}
+	c.swept.Store(time.Now().Unix())
+	return c
+}
+
+func (c *fastCache) stream(k streamKey) *stream {
+	sh := &c.shards[k.attrs%cacheShards]
+	sh.mu.RLock()
+	s := sh.streams[k]
+	sh.mu.RUnlock()
+	return s
+}
+
+// addStream adds s under k unless another request did first, and
+// returns the one kept.
+func (c *fastCache) addStream(k streamKey, s *stream) *stream {
+	sh := &c.shards[k.attrs%cacheShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if old, ok := sh.streams[k]; ok {
+		return old
+	}
+	sh.streams[k] = s
+	return s
+}
+
+func (c *fastCache) family(k uint64) *family {
+	c.mu.RLock()
+	f := c.families[k]
+	c.mu.RUnlock()
+	return f
+}
+
+func (c *fastCache) resource(k uint64) *resourceInfo {
+	c.mu.RLock()
+	r := c.resources[k]
+	c.mu.RUnlock()
+	return r
+}
+
+func (c *fastCache) addFamily(k uint64, f *family) {
+	c.mu.Lock()
+	c.families[k] = f
+	c.mu.Unlock()
+}
+
+func (c *fastCache) addResource(k uint64, r *resourceInfo) {
+	c.mu.Lock()
+	c.resources[k] = r
+	c.mu.Unlock()
+}
+
+// checked reports whether key was found to decode, noting it seen now.
+func (c *fastCache) checked(key uint64, now int64) bool {
+	c.mu.RLock()
+	seen := c.decodes[key]
+	c.mu.RUnlock()
+	if seen != nil && seen.Load() != now {
+		seen.Store(now)
+	}
+	return seen != nil
+}
+
+func (c *fastCache) check(key uint64, now int64) {
+	seen := &atomic.Int64{}
+	seen.Store(now)
+	c.mu.Lock()
+	c.decodes[key] = seen
+	c.mu.Unlock()
+}
+
+// sweep forgets, at most once a minute, what was not seen for streamTTL.
+func (c *fastCache) sweep(now int64) {
+	last := c.swept.Load()
+	if now-last < 60 || !c.swept.CompareAndSwap(last, now) {
+		return
+	}
+	old := now - int64(streamTTL/time.Second)
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for k, s := range sh.streams {
+			if s.seen.Load() < old {
+				delete(sh.streams, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	c.mu.Lock()
+	for k, f := range c.families {
+		if f.seen.Load() < old {
+			delete(c.families, k)
+		}
+	}
+	for k, r := range c.resources {
+		if r.seen.Load() < old {
+			delete(c.resources, k)
+		}
+	}
+	for k, seen := range c.decodes {
+		if seen.Load() < old {
+			delete(c.decodes, k)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// fastState is one request's state on the fast path, kept for the next.
+type fastState struct {
+	h     *Handler
+	ctx   context.Context
+	wk    *work
+	now   int64
+	total int // data points
+	// seenInfo are the target_info samples appended, as the converter
+	// keeps them: one per labels and timestamp in a request.
+	seenInfo map[infoKey]struct{}
+	attrs    xxhash.Digest
+	// buf holds the parts of a request made of one point, for a miss.
+	buf      [5][]byte
+	capture  capture
+	metadata [][]byte
+}
+
+type infoKey struct {
+	hash uint64
+	t    int64
+}
+
+// fastWrite takes a protobuf request on the fast path. ok is false if the
+// request is the reference path's: then nothing was stored.
+func (h *Handler) fastWrite(ctx context.Context, body []byte, wk *work) (rep reply, ok bool) {
+	app := h.app.Appender(ctx)
+	wk.app.reset(app, &wk.rj)
+	wk.rj.Reset()
+	f := &wk.fast
+	f.h, f.ctx, f.wk, f.now, f.total = h, ctx, wk, time.Now().Unix(), 0
+	if f.seenInfo == nil {
+		f.seenInfo = map[infoKey]struct{}{}
+	}
+	clear(f.seenInfo)
+	defer func() { f.ctx, f.wk = nil, nil }()
+
+	err := f.request(body)
+	switch {
+	case wk.app.fault != nil:
+		_ = app.Rollback()
+		return serverFault(wk.app.fault), true
+	case errors.Is(err, errSlow) || errors.Is(err, errWire):
+		_ = app.Rollback()
+		return reply{}, false
+	case err != nil:
+		_ = app.Rollback()
+		return reply{status: http.StatusServiceUnavailable, code: codes.Unavailable, msg: err.Error()}, true
+	}
+	if rep, ok := h.throttle(f.total); !ok {
+		_ = app.Rollback()
+		return rep, true
+	}
+	if err := app.Commit(); err != nil {
+		return serverFault(err), true
+	}
+	h.cache.sweep(f.now)
+	return h.outcome(f.total, wk), true
+}
+
+// request walks an ExportMetricsServiceRequest.
+func (f *fastState) request(msg []byte) error {
+	for len(msg) > 0 {
+		fld, rest, err := nextField(msg)
+		if err != nil {
+			return err
+		}
+		msg = rest
+		if fld.num != 1 {
+			continue
+		}
+		if fld.typ != wireBytes {
+			return errWire
+		}
+		if err := f.resourceMetrics(fld.b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// single returns the bytes of the length-delimited field num of msg, and
+// whether it is there. A message field given twice is merged by the
+// protobuf rules, which the fast path leaves to the reference.
+func single(msg []byte, num int) ([]byte, bool, error) {
+	var (
+		out  []byte
+		seen bool
+	)
+	for len(msg) > 0 {
+		fld, rest, err := nextField(msg)
+		if err != nil {
+			return nil, false, err
+		}
+		msg = rest
+		if fld.num != num {
+			continue
+		}
+		if fld.typ != wireBytes {
+			return nil, false, errWire
+		}
+		if seen {
+			return nil, false, errSlow
+		}
+		out, seen = fld.b, true
+	}
+	return out, seen, nil
+}
+
+// lastString returns the last length-delimited field num of msg: for a
+// string, the one that counts.
+func lastString(msg []byte, num int) ([]byte, error) {
+	var out []byte
+	for len(msg) > 0 {
+		fld, rest, err := nextField(msg)
+		if err != nil {
+			return nil, err
+		}
+		msg = rest
+		if fld.num == num {
+			if fld.typ != wireBytes {
+				return nil, errWire
+			}
+			out = fld.b
+		}
+	}
+	return out, nil
+}
+
+// resourceMetrics walks a ResourceMetrics: its scopes' metrics, then the
+// resource's target_info over the span of their points.
+func (f *fastState) resourceMetrics(msg []byte) error {
+	res, _, err := single(msg, 1)
+	if err != nil {
+		return err
+	}
+	rc := resourceCtx{raw: res, hash: xxhash.Sum64(res), earliest: math.MaxUint64}
+	if rc.info, err = f.resourceInfo(&rc); err != nil {
+		return err
+	}
+	for m := msg; len(m) > 0; {
+		fld, rest, err := nextField(m)
+		if err != nil {
+			return err
+		}
+		m = rest
+		switch fld.num {
+		case 1000:
+			return errSlow // instrumentation_library_metrics, of old senders
+		case 2, 3:
+			if fld.typ != wireBytes {
+				return errWire
+			}
+		}
+		if fld.num != 2 {
+			continue
+		}
+		if err := f.scopeMetrics(fld.b, &rc); err != nil {
+			return err
+		}
+	}
+	if rc.earliest == math.MaxUint64 {
+		return nil
+	}
+	f.targetInfo(&rc)
+	return nil
+}
+
+// resourceInfo returns what is known of the resource, learning it (and
+// that its bytes decode) the first time it is seen.
+func (f *fastState) resourceInfo(rc *resourceCtx) (*resourceInfo, error) {
+	c := f.h.cache
+	ri := c.resource(rc.hash)
+	if ri == nil {
+		if err := f.translate(rc.raw, nil, probeMetric, false); err != nil {
+			if errors.Is(err, errWire) {
+				return nil, err
+			}
+			return nil, errSlow // the reference says what is wrong with it
+		}
+		ri = &resourceInfo{lset: f.capture.info}
+		ri.hash = ri.lset.Hash()
+		c.addResource(rc.hash, ri)
+	}
+	if ri.seen.Load() != f.now {
+		ri.seen.Store(f.now)
+	}
+	return ri, nil
+}
+
+// resourceCtx is the resource being walked.
+type resourceCtx struct {
+	raw              []byte
+	hash             uint64
+	info             *resourceInfo
+	earliest, latest uint64 // of its points' timestamps
+}
+
+// scopeCtx is the scope being walked.
+type scopeCtx struct {
+	raw, schemaURL []byte
+	hash           uint64
+}
+
+func (f *fastState) scopeMetrics(msg []byte, rc *resourceCtx) error {
+	scope, _, err := single(msg, 1)
+	if err != nil {
+		return err
+	}
+	url, err := lastString(msg, 3)
+	if err != nil {
+		return err
+	}
+	sc := scopeCtx{raw: scope, schemaURL: url}
+	var d xxhash.Digest
+	d.Reset()
+	writeUint64(&d, rc.hash)
+	writePart(&d, scope)
+	writePart(&d, url)
+	sc.hash = d.Sum64()
+	if err := f.checkOnce(sc.hash, rc.raw, &sc, nil); err != nil {
+		return err
+	}
+	for m := msg; len(m) > 0; {
+		fld, rest, err := nextField(m)
+		if err != nil {
+			return err
+		}
+		m = rest
+		if fld.num != 2 {
+			continue
+		}
+		if fld.typ != wireBytes {
+			return errWire
+		}
+		if err := f.ctx.Err(); err != nil {
+			return err
+		}
+		if err := f.metric(fld.b, rc, &sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// metricCtx is the metric being walked: what its points' series are
+// made from besides their attributes.
+type metricCtx struct {
+	name, desc, unit []byte
+	metadata         [][]byte // its metadata KeyValues, which only need to decode
+	kind             int      // the Metric field of its data: metricGauge or metricSum
+	temporality      uint64
+	monotonic        bool
+	hash             uint64
+}
+
+// Fields of a Metric holding its data.
+const (
+	metricGauge = 5
+	metricSum   = 7
+)
+
+func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
+	mc := metricCtx{metadata: f.metadata[:0]}
+	defer func() { f.metadata = mc.metadata[:0] }()
+	var data []byte
+	for m := msg; len(m) > 0; {
+		fld, rest, err := nextField(m)
+		if err != nil {
+			return err
+		}
+		m = rest
+		switch fld.num {
+		case 1, 2, 3, metricGauge, metricSum, 9, 10, 11, 12:
+			if fld.typ != wireBytes {
+				return errWire
+			}
+		}
+		switch fld.num {
+		case 1:
+			mc.name = fld.b
+		case 2:
+			mc.desc = fld.b
+		case 3:
+			mc.unit = fld.b
+		case metricGauge, metricSum:
+			if mc.kind != 0 {
+				return errSlow
+			}
+			mc.kind, data = fld.num, fld.b
+		case 9, 10, 11:
+			return errSlow // histograms and summaries
+		case 12:
+			mc.metadata = append(mc.metadata, fld.b)
+		}
+	}
+	if mc.kind == 0 {
+		return errSlow
+	}
+	if mc.kind == metricSum {
+		for m := data; len(m) > 0; {
+			fld, rest, err := nextField(m)
+			if err != nil {
+				return err
+			}
+			m = rest
+			switch fld.num {
+			case 2, 3:
+				if fld.typ != wireVarint {
+					return errWire
+				}
+				if fld.num == 2 {
+					mc.temporality = fld.v
+				} else {
+					mc.monotonic = fld.v != 0
+				}
+			}
+		}
+		if mc.temporality != uint64(2) { // cumulative
+			return errSlow
+		}
+	}
+	var d xxhash.Digest
+	d.Reset()
+	writeUint64(&d, sc.hash)
+	writePart(&d, mc.name)
+	writePart(&d, mc.desc)
+	writePart(&d, mc.unit)
+	var flags uint64
+	if mc.monotonic {
+		flags = 1
+	}
+	writeUint64(&d, uint64(mc.kind)<<8|mc.temporality<<1|flags)
+	for _, md := range mc.metadata {
+		writePart(&d, md)
+	}
+	mc.hash = d.Sum64()
+	if err := f.checkOnce(mc.hash, rc.raw, sc, f.metricMsg(&mc, nil)); err != nil {
+		return err
+	}
+	return f.points(data, rc, sc, &mc)
+}
+
+// point is a NumberDataPoint as the fast path reads it.
+type point struct {
+	attrs       uint64 // hash of its attributes
+	start, time uint64
+	v           float64
+	flags       uint64
+}
+
+// parsePoint reads a NumberDataPoint.
+func (f *fastState) parsePoint(msg []byte) (point, error) {
+	var p point
+	d := &f.attrs
+	d.Reset()
+	for len(msg) > 0 {
+		fld, rest, err := nextField(msg)
+		if err != nil {
+			return p, err
+		}
+		msg = rest
+		want := -1
+		switch fld.num {
+		case 7:
+			want = wireBytes
+			writePart(d, fld.b)
+		case 2:
+			want, p.start = wireFixed64, fld.v
+		case 3:
+			want, p.time = wireFixed64, fld.v
+		case 4:
+			want, p.v = wireFixed64, math.Float64frombits(fld.v)
+		case 6:
+			want, p.v = wireFixed64, float64(int64(fld.v))
+		case 8:
+			want, p.flags = wireVarint, fld.v
+		case 5:
+			return p, errSlow // exemplars
+		}
+		if want >= 0 && fld.typ != want {
+			return p, errWire
+		}
+	}
+	p.attrs = d.Sum64()
+	return p, nil
+}
+
+// points appends a metric's data points, stopping, as the converter
+// does, at the first whose labels cannot be made.
+func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx) error {
+	c := f.h.cache
+	fam := c.family(mc.hash)
+	stopped := false
+	for m := data; len(m) > 0; {
+		fld, rest, err := nextField(m)
+		if err != nil {
+			return err
+		}
+		m = rest
+		if fld.num != 1 {
+			continue
+		}
+		if fld.typ != wireBytes {
+			return errWire
+		}
+		p, err := f.parsePoint(fld.b)
+		if err != nil {
+			return err
+		}
+		f.total++
+		rc.earliest, rc.latest = min(rc.earliest, p.time), max(rc.latest, p.time)
+		if stopped {
+			continue
+		}
+		key := streamKey{mc.hash, p.attrs}
+		s := c.stream(key)
+		if s == nil || fam == nil {
+			if s, fam, err = f.miss(key, fld.b, rc, sc, mc); err != nil {
+				if errors.Is(err, errWire) {
+					return err
+				}
+				f.wk.rj.Add(0, err)
+				stopped = true
+				continue
+			}
+		}
+		v := p.v
+		if p.flags&1 != 0 { // no recorded value
+			v = math.Float64frombits(value.StaleNaN)
+		}
+		ref := s.ref.Load()
+		r, _ := f.wk.app.Append(promstorage.SeriesRef(ref), s.lset, int64(p.start)/1_000_000, int64(p.time)/1_000_000, v, nil, nil, fam.opts)
+		if f.wk.app.fault != nil {
+			return f.wk.app.fault
+		}
+		if r != 0 && uint64(r) != ref {
+			s.ref.Store(uint64(r))
+		}
+		if s.seen.Load() != f.now {
+			s.seen.Store(f.now)
+		}
+	}
+	if fam != nil && fam.seen.Load() != f.now {
+		fam.seen.Store(f.now)
+	}
+	return nil
+}
+
+// miss translates a point of a new stream with the reference converter,
+// on a request made of the point with its metric, scope and resource,
+// and remembers its series and its metric's translation.
+func (f *fastState) miss(key streamKey, pt []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx) (*stream, *family, error) {
+	if err := f.translate(rc.raw, sc, f.metricMsg(mc, pt), true); err != nil {
+		return nil, nil, err
+	}
+	if f.capture.n == 0 {
+		return nil, nil, fmt.Errorf("metric %q: a data point the translation made no sample of", mc.name)
+	}
+	s := &stream{lset: f.capture.lset}
+	s.seen.Store(f.now)
+	s = f.h.cache.addStream(key, s)
+	fam := &family{opts: f.capture.opts}
+	fam.seen.Store(f.now)
+	f.h.cache.addFamily(mc.hash, fam)
+	return s, fam, nil
+}
+
+// metricMsg encodes the metric mc with pt as its only data point (none if
+// pt is nil).
+func (f *fastState) metricMsg(mc *metricCtx, pt []byte) []byte {
+	data := f.buf[0][:0]
+	if pt != nil {
+		data = appendBytesField(data, 1, pt)
+	}
+	if mc.kind == metricSum {
+		data = appendVarintField(data, 2, mc.temporality)
+		if mc.monotonic {
+			data = appendVarintField(data, 3, 1)
+		}
+	}
+	metric := appendBytesField(f.buf[1][:0], 1, mc.name)
+	metric = appendBytesField(metric, 2, mc.desc)
+	metric = appendBytesField(metric, 3, mc.unit)
+	metric = appendBytesField(metric, mc.kind, data)
+	for _, md := range mc.metadata {
+		metric = appendBytesField(metric, 12, md)
+	}
+	f.buf[0], f.buf[1] = data, metric
+	return metric
+}
+
+// checkOnce checks, the first time key is seen, that a request of metric
+// (nil: none) in scope sc of resource res decodes: the fast path does not
+// look into everything a decoder does, and a request the reference
+// refuses must not be taken.
+func (f *fastState) checkOnce(key uint64, res []byte, sc *scopeCtx, metric []byte) error {
+	c := f.h.cache
+	if c.checked(key, f.now) {
+		return nil
+	}
+	if err := pmetricotlp.NewExportRequest().UnmarshalProto(f.assemble(res, sc, metric)); err != nil {
+		return errWire
+	}
+	c.check(key, f.now)
+	return nil
+}
+
+// assemble encodes a request of metric (nil: none) in scope sc (nil: an
+// empty one) of resource res.
+func (f *fastState) assemble(res []byte, sc *scopeCtx, metric []byte) []byte {
+	var scope []byte
+	if sc != nil {
+		if sc.raw != nil {
+			scope = appendBytesField(f.buf[2][:0], 1, sc.raw)
+		}
+		if metric != nil {
+			scope = appendBytesField(scope, 2, metric)
+		}
+		if len(sc.schemaURL) > 0 {
+			scope = appendBytesField(scope, 3, sc.schemaURL)
+		}
+	} else if metric != nil {
+		scope = appendBytesField(f.buf[2][:0], 2, metric)
+	}
+	var rm []byte
+	if res != nil {
+		rm = appendBytesField(f.buf[3][:0], 1, res)
+	}
+	rm = appendBytesField(rm, 2, scope)
+	body := appendBytesField(f.buf[4][:0], 1, rm)
+	f.buf[2], f.buf[3], f.buf[4] = scope, rm, body
+	return body
+}
+
+// translate runs the converter on a request of one metric in scope sc (nil:
+// an empty one) of resource res, into f.capture, without target_info if
+// point is set: then what it captures is the metric's point alone. A
+// request that does not decode is errWire: the reference path answers it.
+func (f *fastState) translate(res []byte, sc *scopeCtx, metric []byte, point bool) error {
+	req := pmetricotlp.NewExportRequest()
+	if err := req.UnmarshalProto(f.assemble(res, sc, metric)); err != nil {
+		return errWire
+	}
+	f.capture = capture{}
+	conv := f.wk.converter
+	conv.Reset(&f.capture)
+	defer conv.Reset(nil)
+	settings := f.h.settings
+	settings.DisableTargetInfo = point
+	_, err := conv.FromMetrics(f.ctx, req.Metrics(), settings)
+	if f.capture.n == 0 && err != nil {
+		return err
+	}
+	return nil
+}
+
+// probeMetric is the metric translate is given to learn a resource's
+// target_info: a gauge with one point, at 1 ns.
+var probeMetric = appendBytesField(appendBytesField(nil, 1, []byte("probe")), metricGauge,
+	appendBytesField(nil, 1, binary.LittleEndian.AppendUint64([]byte{3<<3 | wireFixed64}, 1)))
+
+// targetInfo appends the resource's target_info samples over the span of
+// its points, as the converter does: one every half lookback delta from
+// the earliest and one at the latest, each labels and time once in a
+// request.
+func (f *fastState) targetInfo(rc *resourceCtx) {
+	ri := rc.info
+	if ri.lset.IsEmpty() {
+		return
+	}
+	interval := f.h.settings.LookbackDelta / 2
+	if interval == 0 {
+		interval = defaultLookbackDelta / 2
+	}
+	earliest, latest := time.Unix(0, int64(rc.earliest)), time.Unix(0, int64(rc.latest))
+	for t := earliest; t.Before(latest); t = t.Add(interval) {
+		if f.infoSample(ri, t.UnixMilli()) != nil {
+			return
+		}
+	}
+	_ = f.infoSample(ri, latest.UnixMilli())
+}
+
+// defaultLookbackDelta is the converter's when its settings give none.
+const defaultLookbackDelta = 5 * time.Minute
+
+var infoOpts = promstorage.AOptions{
+	Metadata:         metadata.Metadata{Type: model.MetricTypeGauge, Help: "Target metadata"},
+	MetricFamilyName: targetInfo,
+}
+
+// infoSample appends a target_info sample at t unless the request has
+// one. An error (the resource's span too long) is counted, and ends the
+// resource's samples.
+func (f *fastState) infoSample(ri *resourceInfo, t int64) error {
+	k := infoKey{ri.hash, t}
+	if _, ok := f.seenInfo[k]; ok {
+		return nil
+	}
+	f.seenInfo[k] = struct{}{}
+	if _, err := f.wk.app.Append(0, ri.lset, 0, t, 1, nil, nil, infoOpts); err != nil {
+		if f.wk.app.fault == nil {
+			f.wk.rj.Add(0, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// capture is the converter's appender on a miss: it keeps the first
+// sample's labels and options (on a request of a point without
+// target_info, the point's) and the first target_info labels (on the
+// probe's request, the resource's).
+type capture struct {
+	n    int
+	lset labels.Labels
+	opts promstorage.AOptions
+	info labels.Labels
+}
+
+func (c *capture) Append(_ promstorage.SeriesRef, ls labels.Labels, _, _ int64, _ float64, _ *histogram.Histogram, _ *histogram.FloatHistogram, opts promstorage.AOptions) (promstorage.SeriesRef, error) {
+	c.n++
+	if c.n == 1 {
+		c.lset, c.opts = ls.Copy(), opts
+		c.opts.Exemplars = nil
+	}
+	if c.info.IsEmpty() && opts.MetricFamilyName == targetInfo && opts.Metadata == infoOpts.Metadata && ls.Get(model.MetricNameLabel) == targetInfo {
+		c.info = ls.Copy()
+	}
+	return 0, nil
+}
+
+func (c *capture) Commit() error   { return nil }
+func (c *capture) Rollback() error { return nil }
+
+var _ promstorage.AppenderV2 = (*capture)(nil)
+
+// writePart writes b to d with its length first, so that parts cannot
+// run into each other.
+func writePart(d *xxhash.Digest, b []byte) {
+	writeUint64(d, uint64(len(b)))
+	_, _ = d.Write(b)
+}
+
+func writeUint64(d *xxhash.Digest, v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	_, _ = d.Write(b[:])
+}

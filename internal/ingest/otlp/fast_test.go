@@ -1,0 +1,254 @@
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// recorder is a store that records what is committed to it, as lines.
+type recorder struct {
+	mu    sync.Mutex
+	lines []string
+	refs  map[string]storage.SeriesRef
+}
+
+func (r *recorder) Appender(context.Context) storage.Appender { return &recordApp{r: r} }
+
+// reset forgets the lines committed so far.
+func (r *recorder) reset() {
+	r.mu.Lock()
+	r.lines = r.lines[:0]
+	r.mu.Unlock()
+}
+
+// sorted returns the lines committed since the last reset, sorted.
+func (r *recorder) sorted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.lines)
+	sort.Strings(out)
+	return out
+}
+
+type recordApp struct {
+	r       *recorder
+	pending []string
+}
+
+func (a *recordApp) Append(_ storage.SeriesRef, lset labels.Labels, s storage.Sample) (storage.SeriesRef, error) {
+	a.r.mu.Lock()
+	defer a.r.mu.Unlock()
+	if a.r.refs == nil {
+		a.r.refs = map[string]storage.SeriesRef{}
+	}
+	k := lset.String()
+	ref, ok := a.r.refs[k]
+	if !ok {
+		ref = storage.SeriesRef(len(a.r.refs) + 1)
+		a.r.refs[k] = ref
+	}
+	a.pending = append(a.pending, fmt.Sprintf("%s t=%d st=%d v=%x", k, s.T, s.ST, math.Float64bits(s.V)))
+	return ref, nil
+}
+
+func (a *recordApp) AppendExemplar(ref storage.SeriesRef, _ labels.Labels, _ exemplar.Exemplar) (storage.SeriesRef, error) {
+	return ref, nil
+}
+
+func (a *recordApp) SetMetadata(name string, m storage.Metadata) error {
+	a.pending = append(a.pending, fmt.Sprintf("# %s %s %q %q", name, m.Type, m.Unit, m.Help))
+	return nil
+}
+
+func (a *recordApp) Commit() error {
+	a.r.mu.Lock()
+	a.r.lines = append(a.r.lines, a.pending...)
+	a.r.mu.Unlock()
+	a.pending = nil
+	return nil
+}
+
+func (a *recordApp) Rollback() error { a.pending = nil; return nil }
+
+// paths sends bodies through the fast path and through the reference
+// alone, each into a recorder, and fails if they store or answer
+// differently.
+type paths struct {
+	fast, ref       *Handler
+	fastRec, refRec *recorder
+}
+
+func newPaths(t testing.TB, opts Options) *paths {
+	p := &paths{fastRec: &recorder{}, refRec: &recorder{}}
+	p.fast = newHandler(t, p.fastRec, opts)
+	opts.referenceOnly = true
+	p.ref = newHandler(t, p.refRec, opts)
+	return p
+}
+
+func (p *paths) send(t testing.TB, body []byte) {
+	t.Helper()
+	p.fastRec.reset()
+	p.refRec.reset()
+	a := post(p.fast, "/v1/metrics", contentProtobuf, "", body)
+	b := post(p.ref, "/v1/metrics", contentProtobuf, "", body)
+	if a.Code != b.Code {
+		t.Fatalf("status %d on the fast path, %d on the reference (%s)", a.Code, b.Code, b.Body)
+	}
+	if a.Code == 200 {
+		ra, rb := response(t, a).PartialSuccess(), response(t, b).PartialSuccess()
+		if ra.RejectedDataPoints() != rb.RejectedDataPoints() {
+			t.Fatalf("%d points rejected on the fast path (%s), %d on the reference (%s)",
+				ra.RejectedDataPoints(), ra.ErrorMessage(), rb.RejectedDataPoints(), rb.ErrorMessage())
+		}
+	}
+	if got, want := p.fastRec.sorted(), p.refRec.sorted(); !slices.Equal(got, want) {
+		t.Fatalf("the fast path stored\n%s\nthe reference\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// numberRequest returns a request of gauges and cumulative sums of every
+// shape the fast path takes, at step n.
+func numberRequest(n int) pmetric.Metrics {
+	at := func(d time.Duration) pcommon.Timestamp {
+		return pcommon.NewTimestampFromTime(t0.Add(time.Duration(n)*15*time.Second + d))
+	}
+	md := pmetric.NewMetrics()
+	for r, res := range []map[string]string{
+		{"service.name": "checkout", "service.namespace": "shop", "service.instance.id": "pod-1", "host.name": "node-1", "k8s.pod.name": "p"},
+		{"service.name": "cart"},           // job only: no target_info
+		{"host.name": "h", "region": "eu"}, // no job: no target_info
+		{},
+		{"service.name": "checkout", "service.namespace": "shop", "service.instance.id": "pod-1", "host.name": "node-1", "k8s.pod.name": "p"}, // again
+	} {
+		rm := md.ResourceMetrics().AppendEmpty()
+		for k, v := range res {
+			rm.Resource().Attributes().PutStr(k, v)
+		}
+		for s := range 2 {
+			sm := rm.ScopeMetrics().AppendEmpty()
+			if s == 1 {
+				sm.Scope().SetName("lib")
+				sm.Scope().SetVersion("1.2")
+				sm.Scope().Attributes().PutStr("scope.attr", "x")
+				sm.SetSchemaUrl("https://opentelemetry.io/schemas/1.26.0")
+			}
+			g := sm.Metrics().AppendEmpty()
+			g.SetName("room.temperature")
+			g.SetUnit("Cel")
+			g.SetDescription("temperature")
+			gp := g.SetEmptyGauge().DataPoints()
+			p := gp.AppendEmpty()
+			p.SetTimestamp(at(0))
+			p.SetDoubleValue(20.5 + float64(n))
+			p.Attributes().PutStr("room", "a")
+			p.Attributes().PutStr("room.name", "kitchen")
+			p.Attributes().PutStr("room_name", "collides") // sanitised to the same name
+			p = gp.AppendEmpty()
+			p.SetTimestamp(at(time.Second))
+			p.SetIntValue(int64(n))
+			p.Attributes().PutInt("floor", 2)
+			p.Attributes().PutBool("open", true)
+			p = gp.AppendEmpty() // no value at all
+			p.SetTimestamp(at(2 * time.Second))
+			p = gp.AppendEmpty()
+			p.SetTimestamp(at(3 * time.Second))
+			p.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+			p.Attributes().PutStr("stale", "yes")
+
+			c := sm.Metrics().AppendEmpty()
+			c.SetName("http.requests")
+			c.SetUnit("{request}")
+			sum := c.SetEmptySum()
+			sum.SetIsMonotonic(true)
+			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			for i := range 3 {
+				p := sum.DataPoints().AppendEmpty()
+				p.SetStartTimestamp(pcommon.NewTimestampFromTime(t0))
+				p.SetTimestamp(at(time.Duration(i) * time.Millisecond))
+				p.SetIntValue(int64(n * i))
+				p.Attributes().PutStr("route", fmt.Sprintf("/r%d", i))
+				p.Attributes().PutStr("__name__", "ignored")
+			}
+			u := sm.Metrics().AppendEmpty()
+			u.SetName("queue.size")
+			u.SetUnit("By")
+			us := u.SetEmptySum()
+			us.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			up := us.DataPoints().AppendEmpty()
+			up.SetTimestamp(at(0))
+			up.SetDoubleValue(float64(r))
+		}
+	}
+	return md
+}
+
+// TestFastPathMatchesReference sends requests of gauges and cumulative
+// sums (new streams, then known ones) and requests the fast path leaves
+// to the reference, under several translation settings, and checks that
+// what is stored and answered is the reference's.
+func TestFastPathMatchesReference(t *testing.T) {
+	for name, tweak := range map[string]func(*Options){
+		"default":   func(*Options) {},
+		"promote":   func(o *Options) { o.Translation.PromoteResourceAttributes = []string{"host.name", "region"} },
+		"all":       func(o *Options) { o.Translation.PromoteAllResourceAttributes = true },
+		"scope":     func(o *Options) { o.Translation.PromoteScopeMetadata = true },
+		"keep":      func(o *Options) { o.Translation.KeepIdentifyingResourceAttributes = true },
+		"noescape":  func(o *Options) { o.Translation.TranslationStrategy = otlptranslator.NoTranslation },
+		"nosuffix":  func(o *Options) { o.Translation.TranslationStrategy = otlptranslator.UnderscoreEscapingWithoutSuffixes },
+		"lookback0": func(o *Options) { o.LookbackDelta = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts := DefaultOptions()
+			tweak(&opts)
+			p := newPaths(t, opts)
+			for n := range 4 {
+				p.send(t, encodeProto(t, numberRequest(n)))
+			}
+			p.send(t, encodeProto(t, testMetrics())) // histograms and all: the reference's
+			p.send(t, encodeProto(t, numberRequest(4)))
+			if p.fast.cache.stream(streamKey{}) != nil || len(p.fast.cache.families) == 0 {
+				t.Error("the fast path learnt nothing")
+			}
+		})
+	}
+}
+
+// TestFastPathTargetInfoSpan sends points hours apart: target_info's
+// samples every half lookback, and their bound, as the reference.
+func TestFastPathTargetInfoSpan(t *testing.T) {
+	p := newPaths(t, DefaultOptions())
+	md := numberRequest(0)
+	pts := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints()
+	pts.At(0).SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(-100 * time.Hour)))
+	p.send(t, encodeProto(t, md))
+}
+
+// FuzzFastPath sends arbitrary protobuf bodies through both paths: what
+// the fast path takes, it stores and answers as the reference does.
+//
+//	go test ./internal/ingest/otlp -run NONE -fuzz FuzzFastPath -fuzztime 1m
+func FuzzFastPath(f *testing.F) {
+	f.Add(encodeProto(f, numberRequest(0)))
+	f.Add(encodeProto(f, numberRequest(1)))
+	f.Add(encodeProto(f, testMetrics()))
+	p := newPaths(f, DefaultOptions())
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p.send(t, body)
+	})
+}

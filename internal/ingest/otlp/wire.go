@@ -1,0 +1,88 @@
+package otlp
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Protocol buffers wire format, as much of it as the fast path reads:
+// fields are walked in place, and the bytes of strings and embedded
+// messages alias the request body.
+
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+var errWire = errors.New("malformed protobuf")
+
+// wireField is one field of a message: its number and wire type, and its
+// value: v for a varint or fixed-size one, b for a length-delimited one.
+type wireField struct {
+	num int
+	typ int
+	v   uint64
+	b   []byte
+}
+
+// nextField reads the field at the start of msg and returns it and the
+// rest of msg.
+func nextField(msg []byte) (wireField, []byte, error) {
+	key, n := uvarint(msg)
+	if n <= 0 || key>>3 == 0 || key>>3 > 1<<29-1 {
+		return wireField{}, nil, errWire
+	}
+	f := wireField{num: int(key >> 3), typ: int(key & 7)}
+	msg = msg[n:]
+	switch f.typ {
+	case wireVarint:
+		if f.v, n = uvarint(msg); n <= 0 {
+			return f, nil, errWire
+		}
+		return f, msg[n:], nil
+	case wireFixed64:
+		if len(msg) < 8 {
+			return f, nil, errWire
+		}
+		f.v = binary.LittleEndian.Uint64(msg)
+		return f, msg[8:], nil
+	case wireFixed32:
+		if len(msg) < 4 {
+			return f, nil, errWire
+		}
+		f.v = uint64(binary.LittleEndian.Uint32(msg))
+		return f, msg[4:], nil
+	case wireBytes:
+		l, n := uvarint(msg)
+		if n <= 0 || l > uint64(len(msg)-n) {
+			return f, nil, errWire
+		}
+		f.b = msg[n : n+int(l)]
+		return f, msg[n+int(l):], nil
+	}
+	return f, nil, errWire
+}
+
+// uvarint decodes a varint from b, returning the number of bytes read, or
+// 0 or less if b does not start with one.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return binary.Uvarint(b)
+}
+
+// appendBytesField appends field num holding b, length-delimited.
+func appendBytesField(dst []byte, num int, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(num)<<3|wireBytes)
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// appendVarintField appends field num holding v as a varint.
+func appendVarintField(dst []byte, num int, v uint64) []byte {
+	dst = binary.AppendUvarint(dst, uint64(num)<<3|wireVarint)
+	return binary.AppendUvarint(dst, v)
+}
