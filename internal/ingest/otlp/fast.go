@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -50,164 +48,6 @@ var errSlow = errors.New("not for the fast path")
 // streamTTL is how long a stream, a metric or a resource is remembered
 // after it was last seen.
 const streamTTL = 15 * time.Minute
-
-// streamKey identifies a stream: the hash of its metric (with the scope
-// and resource around it) and of its point's attributes.
-type streamKey struct{ metric, attrs uint64 }
-
-// stream is a series the fast path appends to: its labels, as the
-// converter made them, and its ref in the store, updated when the store
-// hands out another (after the series was dropped from the head).
-type stream struct {
-	lset labels.Labels
-	ref  atomic.Uint64
-	seen atomic.Int64 // unix seconds
-}
-
-// family is a metric's translation: its Prometheus name and metadata.
-type family struct {
-	opts promstorage.AOptions
-	seen atomic.Int64
-}
-
-// resourceInfo is a resource's target_info labels, empty if the
-// converter makes none of it.
-type resourceInfo struct {
-	lset labels.Labels
-	hash uint64
-	seen atomic.Int64
-}
-
-const cacheShards = 64
-
-// fastCache holds what the fast path has learnt, shared by the requests.
-type fastCache struct {
-	shards    [cacheShards]cacheShard
-	mu        sync.RWMutex // guards families and resources
-	families  map[uint64]*family
-	resources map[uint64]*resourceInfo
-	// decodes holds the scopes and metrics found to decode (see
-	// checkOnce), with when they were last seen.
-	decodes map[uint64]*atomic.Int64
-	swept   atomic.Int64 // unix seconds of the last sweep
-}
-
-type cacheShard struct {
-	mu      sync.RWMutex
-	streams map[streamKey]*stream
-	_       [32]byte // keep neighbouring locks on separate cache lines
-}
-
-func newFastCache() *fastCache {
-	c := &fastCache{families: map[uint64]*family{}, resources: map[uint64]*resourceInfo{}, decodes: map[uint64]*atomic.Int64{}}
-	for i := range c.shards {
-		c.shards[i].streams = map[streamKey]*stream{}
-	}
-	c.swept.Store(time.Now().Unix())
-	return c
-}
-
-func (c *fastCache) stream(k streamKey) *stream {
-	sh := &c.shards[k.attrs%cacheShards]
-	sh.mu.RLock()
-	s := sh.streams[k]
-	sh.mu.RUnlock()
-	return s
-}
-
-// addStream adds s under k unless another request did first, and
-// returns the one kept.
-func (c *fastCache) addStream(k streamKey, s *stream) *stream {
-	sh := &c.shards[k.attrs%cacheShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if old, ok := sh.streams[k]; ok {
-		return old
-	}
-	sh.streams[k] = s
-	return s
-}
-
-func (c *fastCache) family(k uint64) *family {
-	c.mu.RLock()
-	f := c.families[k]
-	c.mu.RUnlock()
-	return f
-}
-
-func (c *fastCache) resource(k uint64) *resourceInfo {
-	c.mu.RLock()
-	r := c.resources[k]
-	c.mu.RUnlock()
-	return r
-}
-
-func (c *fastCache) addFamily(k uint64, f *family) {
-	c.mu.Lock()
-	c.families[k] = f
-	c.mu.Unlock()
-}
-
-func (c *fastCache) addResource(k uint64, r *resourceInfo) {
-	c.mu.Lock()
-	c.resources[k] = r
-	c.mu.Unlock()
-}
-
-// checked reports whether key was found to decode, noting it seen now.
-func (c *fastCache) checked(key uint64, now int64) bool {
-	c.mu.RLock()
-	seen := c.decodes[key]
-	c.mu.RUnlock()
-	if seen != nil && seen.Load() != now {
-		seen.Store(now)
-	}
-	return seen != nil
-}
-
-func (c *fastCache) check(key uint64, now int64) {
-	seen := &atomic.Int64{}
-	seen.Store(now)
-	c.mu.Lock()
-	c.decodes[key] = seen
-	c.mu.Unlock()
-}
-
-// sweep forgets, at most once a minute, what was not seen for streamTTL.
-func (c *fastCache) sweep(now int64) {
-	last := c.swept.Load()
-	if now-last < 60 || !c.swept.CompareAndSwap(last, now) {
-		return
-	}
-	old := now - int64(streamTTL/time.Second)
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		for k, s := range sh.streams {
-			if s.seen.Load() < old {
-				delete(sh.streams, k)
-			}
-		}
-		sh.mu.Unlock()
-	}
-	c.mu.Lock()
-	for k, f := range c.families {
-		if f.seen.Load() < old {
-			delete(c.families, k)
-		}
-	}
-	for k, r := range c.resources {
-		if r.seen.Load() < old {
-			delete(c.resources, k)
-		}
-	}
-	for k, seen := range c.decodes {
-		if seen.Load() < old {
-			delete(c.decodes, k)
-		}
-	}
-	c.mu.Unlock()
-}
 
 // fastState is one request's state on the fast path, kept for the next.
 type fastState struct {
@@ -559,12 +399,18 @@ type point struct {
 	flags       uint64
 }
 
-// parsePoint reads a NumberDataPoint.
+// parsePoint reads a NumberDataPoint. Its attributes are hashed as they
+// are encoded, field by field: senders write them one after another, and
+// then they are hashed in one go.
 func (f *fastState) parsePoint(msg []byte) (point, error) {
-	var p point
+	var (
+		p      point
+		span   []byte // the attribute fields so far, while they are contiguous
+		spanOK = true
+	)
 	d := &f.attrs
-	d.Reset()
 	for len(msg) > 0 {
+		fieldStart := msg
 		fld, rest, err := nextField(msg)
 		if err != nil {
 			return p, err
@@ -574,7 +420,21 @@ func (f *fastState) parsePoint(msg []byte) (point, error) {
 		switch fld.num {
 		case 7:
 			want = wireBytes
-			writePart(d, fld.b)
+			raw := fieldStart[:len(fieldStart)-len(rest)]
+			switch {
+			case !spanOK:
+				_, _ = d.Write(raw)
+			case span == nil:
+				span = raw
+			case contiguous(span, raw):
+				span = span[:len(span)+len(raw)]
+			default:
+				// Interleaved with other fields: hash field by field.
+				spanOK = false
+				d.Reset()
+				_, _ = d.Write(span)
+				_, _ = d.Write(raw)
+			}
 		case 2:
 			want, p.start = wireFixed64, fld.v
 		case 3:
@@ -592,8 +452,17 @@ func (f *fastState) parsePoint(msg []byte) (point, error) {
 			return p, errWire
 		}
 	}
-	p.attrs = d.Sum64()
+	if spanOK {
+		p.attrs = xxhash.Sum64(span)
+	} else {
+		p.attrs = d.Sum64()
+	}
 	return p, nil
+}
+
+// contiguous reports whether b starts where a ends in memory.
+func contiguous(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && cap(a) > len(a) && &a[:len(a)+1][len(a)] == &b[0]
 }
 
 // points appends a metric's data points, stopping, as the converter
