@@ -303,22 +303,29 @@ func (h *Handler) serve(r *http.Request, ct string, wk *work) reply {
 	if !ok {
 		return rep
 	}
-	if h.cache != nil && ct == contentProtobuf {
-		if rep, ok := h.fastWrite(r.Context(), body, wk); ok {
+	if ct == contentProtobuf {
+		return h.writeProto(r.Context(), body, wk)
+	}
+	req := pmetricotlp.NewExportRequest()
+	if err := req.UnmarshalJSON(body); err != nil {
+		return badRequest("decode OTLP metrics (%s): %v", ct, err)
+	}
+	return h.write(r.Context(), req.Metrics(), wk)
+}
+
+// writeProto takes an ExportMetricsServiceRequest encoded as protobuf:
+// on the fast path if it can, else decoded with pdata and translated.
+func (h *Handler) writeProto(ctx context.Context, body []byte, wk *work) reply {
+	if h.cache != nil {
+		if rep, ok := h.fastWrite(ctx, body, wk); ok {
 			return rep
 		}
 	}
 	req := pmetricotlp.NewExportRequest()
-	var err error
-	if ct == contentJSON {
-		err = req.UnmarshalJSON(body)
-	} else {
-		err = req.UnmarshalProto(body)
+	if err := req.UnmarshalProto(body); err != nil {
+		return badRequest("decode OTLP metrics (%s): %v", contentProtobuf, err)
 	}
-	if err != nil {
-		return badRequest("decode OTLP metrics (%s): %v", ct, err)
-	}
-	return h.write(r.Context(), req.Metrics(), wk)
+	return h.write(ctx, req.Metrics(), wk)
 }
 
 // readBody reads the body into wk, gunzipping it if it is sent so, within
