@@ -385,10 +385,14 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 		writePart(&d, md)
 	}
 	mc.hash = d.Sum64()
-	if err := f.checkOnce(mc.hash, rc.raw, sc, f.metricMsg(&mc, nil)); err != nil {
-		return err
+	fam := f.h.cache.family(mc.hash)
+	if fam == nil {
+		// A metric with a family decoded when it got it.
+		if err := f.checkOnce(mc.hash, rc.raw, sc, f.metricMsg(&mc, nil)); err != nil {
+			return err
+		}
 	}
-	return f.points(data, rc, sc, &mc)
+	return f.points(data, rc, sc, &mc, fam)
 }
 
 // point is a NumberDataPoint as the fast path reads it.
@@ -467,9 +471,8 @@ func contiguous(a, b []byte) bool {
 
 // points appends a metric's data points, stopping, as the converter
 // does, at the first whose labels cannot be made.
-func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx) error {
+func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx, fam *family) error {
 	c := f.h.cache
-	fam := c.family(mc.hash)
 	stopped := false
 	for m := data; len(m) > 0; {
 		fld, rest, err := nextField(m)

@@ -38,79 +38,107 @@ type resourceInfo struct {
 
 const cacheShards = 64
 
-// fastCache holds what the fast path has learnt, shared by the requests.
-// Streams are many and new ones come in bursts: they are in sharded
-// maps. Metrics, resources and the scopes and metrics found to decode
-// (see checkOnce) are few and read once per metric of a request, by
-// every request at once: they are in sync.Maps, read without a lock.
+// fastCache holds what the fast path has learnt, shared by the requests:
+// streams, metrics (families), resources, and the scopes found to
+// decode (see checkOnce). Each is a sharded map: a lock per shard, so
+// that concurrent requests seldom touch the same lock's cache line.
 type fastCache struct {
-	shards    [cacheShards]cacheShard
-	families  sync.Map     // uint64 -> *family
-	resources sync.Map     // uint64 -> *resourceInfo
-	decodes   sync.Map     // uint64 -> *atomic.Int64, when last seen
-	swept     atomic.Int64 // unix seconds of the last sweep
-}
-
-type cacheShard struct {
-	mu      sync.RWMutex
-	streams map[streamKey]*stream
-	_       [32]byte // keep neighbouring locks on separate cache lines
+	streams   shardedMap[streamKey, *stream]
+	families  shardedMap[uint64, *family]
+	resources shardedMap[uint64, *resourceInfo]
+	decodes   shardedMap[uint64, *atomic.Int64] // when last seen
+	swept     atomic.Int64                      // unix seconds of the last sweep
 }
 
 func newFastCache() *fastCache {
 	c := &fastCache{}
-	for i := range c.shards {
-		c.shards[i].streams = map[streamKey]*stream{}
-	}
+	c.streams.init(func(k streamKey) uint64 { return k.attrs })
+	c.families.init(func(k uint64) uint64 { return k })
+	c.resources.init(func(k uint64) uint64 { return k })
+	c.decodes.init(func(k uint64) uint64 { return k })
 	c.swept.Store(time.Now().Unix())
 	return c
 }
 
-func (c *fastCache) stream(k streamKey) *stream {
-	sh := &c.shards[k.attrs%cacheShards]
+// shardedMap is a map split in cacheShards, each with its lock.
+type shardedMap[K comparable, V any] struct {
+	shard  func(K) uint64
+	shards [cacheShards]struct {
+		mu sync.RWMutex
+		m  map[K]V
+		_  [32]byte // keep neighbouring locks on separate cache lines
+	}
+}
+
+func (sm *shardedMap[K, V]) init(shard func(K) uint64) {
+	sm.shard = shard
+	for i := range sm.shards {
+		sm.shards[i].m = map[K]V{}
+	}
+}
+
+func (sm *shardedMap[K, V]) get(k K) (V, bool) {
+	sh := &sm.shards[sm.shard(k)%cacheShards]
 	sh.mu.RLock()
-	s := sh.streams[k]
+	v, ok := sh.m[k]
 	sh.mu.RUnlock()
+	return v, ok
+}
+
+// add adds v under k unless there is a value already, and returns the
+// one kept.
+func (sm *shardedMap[K, V]) add(k K, v V) V {
+	sh := &sm.shards[sm.shard(k)%cacheShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if old, ok := sh.m[k]; ok {
+		return old
+	}
+	sh.m[k] = v
+	return v
+}
+
+// deleteIf removes the entries for which old reports true.
+func (sm *shardedMap[K, V]) deleteIf(old func(V) bool) {
+	for i := range sm.shards {
+		sh := &sm.shards[i]
+		sh.mu.Lock()
+		for k, v := range sh.m {
+			if old(v) {
+				delete(sh.m, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+func (c *fastCache) stream(k streamKey) *stream {
+	s, _ := c.streams.get(k)
 	return s
 }
 
 // addStream adds s under k unless another request did first, and
 // returns the one kept.
-func (c *fastCache) addStream(k streamKey, s *stream) *stream {
-	sh := &c.shards[k.attrs%cacheShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if old, ok := sh.streams[k]; ok {
-		return old
-	}
-	sh.streams[k] = s
-	return s
-}
+func (c *fastCache) addStream(k streamKey, s *stream) *stream { return c.streams.add(k, s) }
 
 func (c *fastCache) family(k uint64) *family {
-	if f, ok := c.families.Load(k); ok {
-		return f.(*family)
-	}
-	return nil
+	f, _ := c.families.get(k)
+	return f
 }
 
 func (c *fastCache) resource(k uint64) *resourceInfo {
-	if r, ok := c.resources.Load(k); ok {
-		return r.(*resourceInfo)
-	}
-	return nil
+	r, _ := c.resources.get(k)
+	return r
 }
 
-func (c *fastCache) addFamily(k uint64, f *family)         { c.families.Store(k, f) }
-func (c *fastCache) addResource(k uint64, r *resourceInfo) { c.resources.Store(k, r) }
+func (c *fastCache) addFamily(k uint64, f *family)         { c.families.add(k, f) }
+func (c *fastCache) addResource(k uint64, r *resourceInfo) { c.resources.add(k, r) }
 
 // checked reports whether key was found to decode, noting it seen now.
 func (c *fastCache) checked(key uint64, now int64) bool {
-	v, ok := c.decodes.Load(key)
-	if ok {
-		if seen := v.(*atomic.Int64); seen.Load() != now {
-			seen.Store(now)
-		}
+	seen, ok := c.decodes.get(key)
+	if ok && seen.Load() != now {
+		seen.Store(now)
 	}
 	return ok
 }
@@ -118,7 +146,7 @@ func (c *fastCache) checked(key uint64, now int64) bool {
 func (c *fastCache) check(key uint64, now int64) {
 	seen := &atomic.Int64{}
 	seen.Store(now)
-	c.decodes.Store(key, seen)
+	c.decodes.add(key, seen)
 }
 
 // sweep forgets, at most once a minute, what was not seen for streamTTL.
@@ -128,32 +156,8 @@ func (c *fastCache) sweep(now int64) {
 		return
 	}
 	old := now - int64(streamTTL/time.Second)
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		for k, s := range sh.streams {
-			if s.seen.Load() < old {
-				delete(sh.streams, k)
-			}
-		}
-		sh.mu.Unlock()
-	}
-	c.families.Range(func(k, v any) bool {
-		if v.(*family).seen.Load() < old {
-			c.families.Delete(k)
-		}
-		return true
-	})
-	c.resources.Range(func(k, v any) bool {
-		if v.(*resourceInfo).seen.Load() < old {
-			c.resources.Delete(k)
-		}
-		return true
-	})
-	c.decodes.Range(func(k, v any) bool {
-		if v.(*atomic.Int64).Load() < old {
-			c.decodes.Delete(k)
-		}
-		return true
-	})
+	c.streams.deleteIf(func(s *stream) bool { return s.seen.Load() < old })
+	c.families.deleteIf(func(f *family) bool { return f.seen.Load() < old })
+	c.resources.deleteIf(func(r *resourceInfo) bool { return r.seen.Load() < old })
+	c.decodes.deleteIf(func(seen *atomic.Int64) bool { return seen.Load() < old })
 }
