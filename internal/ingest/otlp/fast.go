@@ -32,9 +32,11 @@ import (
 // are the reference's by construction, and a steady stream of points
 // allocates nothing per point.
 //
-// A request with anything else (histograms, summaries, deltas,
-// exemplars, a message given twice, a malformed message) is left to the
-// reference path whole: nothing of it is stored by this one.
+// Histograms, summaries and sums of other temporalities are handed to the
+// converter metric by metric (convertMetric). A request with anything
+// else (deltas to become cumulative, exemplars on gauges and sums, a
+// message given twice, a malformed message) is left to the reference
+// path whole: nothing of it is stored by this one.
 //
 // Keys are two 64-bit hashes, of the metric and of the point's
 // attributes: two streams would have to collide in both at once to be
@@ -306,9 +308,77 @@ type metricCtx struct {
 
 // Fields of a Metric holding its data.
 const (
-	metricGauge = 5
-	metricSum   = 7
+	metricGauge        = 5
+	metricSum          = 7
+	metricHistogram    = 9
+	metricExpHistogram = 10
+	metricSummary      = 11
 )
+
+// AggregationTemporality values.
+const (
+	temporalityDelta      = 1
+	temporalityCumulative = 2
+)
+
+// convertMetric hands a metric the fast path does not translate itself
+// (a histogram, a summary, a sum of another temporality) to the
+// converter, on a request of that metric alone, into the request's
+// appender: the converter translates metrics one by one, so this stores
+// what it would of the metric in the whole request. Only target_info,
+// made of the whole resource, is left to the fast path. Deltas that are
+// to become cumulative are the reference path's: the conversion takes
+// whole requests.
+func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scopeCtx) error {
+	for m := data; len(m) > 0; {
+		fld, rest, err := nextField(m)
+		if err != nil {
+			return err
+		}
+		m = rest
+		switch {
+		case fld.num == 2 && fld.typ == wireVarint && fld.v == temporalityDelta && f.h.d2c != nil:
+			return errSlow
+		case fld.num != 1 || fld.typ != wireBytes:
+			continue
+		}
+		// A data point: counted, and its time (field 3 of every kind)
+		// spans the resource's target_info.
+		var t uint64
+		for p := fld.b; len(p) > 0; {
+			pf, rest, err := nextField(p)
+			if err != nil {
+				return err
+			}
+			p = rest
+			if pf.num == 3 && pf.typ == wireFixed64 {
+				t = pf.v
+			}
+		}
+		f.total++
+		rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
+	}
+	req := pmetricotlp.NewExportRequest()
+	if err := req.UnmarshalProto(f.assemble(rc.raw, sc, metric)); err != nil {
+		return errWire
+	}
+	conv := f.wk.converter
+	conv.Reset(&f.wk.app)
+	defer conv.Reset(nil)
+	settings := f.h.settings
+	settings.DisableTargetInfo = true
+	_, errs := conv.FromMetrics(f.ctx, req.Metrics(), settings)
+	if f.wk.app.fault != nil {
+		return f.wk.app.fault
+	}
+	if err := f.ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range unjoin(errs) {
+		f.wk.rj.Add(0, err)
+	}
+	return nil
+}
 
 func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 	mc := metricCtx{metadata: f.metadata[:0]}
@@ -333,19 +403,20 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 			mc.desc = fld.b
 		case 3:
 			mc.unit = fld.b
-		case metricGauge, metricSum:
+		case metricGauge, metricSum, metricHistogram, metricExpHistogram, metricSummary:
 			if mc.kind != 0 {
 				return errSlow
 			}
 			mc.kind, data = fld.num, fld.b
-		case 9, 10, 11:
-			return errSlow // histograms and summaries
 		case 12:
 			mc.metadata = append(mc.metadata, fld.b)
 		}
 	}
-	if mc.kind == 0 {
+	switch mc.kind {
+	case 0:
 		return errSlow
+	case metricHistogram, metricExpHistogram, metricSummary:
+		return f.convertMetric(msg, data, rc, sc)
 	}
 	if mc.kind == metricSum {
 		for m := data; len(m) > 0; {
@@ -366,8 +437,8 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 				}
 			}
 		}
-		if mc.temporality != uint64(2) { // cumulative
-			return errSlow
+		if mc.temporality != temporalityCumulative {
+			return f.convertMetric(msg, data, rc, sc)
 		}
 	}
 	var d xxhash.Digest

@@ -199,6 +199,63 @@ func numberRequest(n int) pmetric.Metrics {
 	return md
 }
 
+// mixedRequest is numberRequest with, in its first scope, what the fast
+// path hands the converter metric by metric: histograms of both kinds, a
+// summary, a sum without temporality and, if delta, a delta sum.
+func mixedRequest(n int, delta bool) pmetric.Metrics {
+	md := numberRequest(n)
+	at := pcommon.NewTimestampFromTime(t0.Add(time.Duration(n) * 15 * time.Second))
+	ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+	h := ms.AppendEmpty()
+	h.SetName("latency")
+	h.SetUnit("s")
+	hist := h.SetEmptyHistogram()
+	hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	hp := hist.DataPoints().AppendEmpty()
+	hp.SetTimestamp(at)
+	hp.SetCount(uint64(3 + n))
+	hp.SetSum(1.5)
+	hp.ExplicitBounds().FromRaw([]float64{0.1, 1})
+	hp.BucketCounts().FromRaw([]uint64{1, 1, uint64(1 + n)})
+	hp.Attributes().PutStr("route", "/")
+	e := ms.AppendEmpty()
+	e.SetName("size")
+	eh := e.SetEmptyExponentialHistogram()
+	eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	ep := eh.DataPoints().AppendEmpty()
+	ep.SetTimestamp(at)
+	ep.SetCount(uint64(2 + n))
+	ep.SetSum(10)
+	ep.SetScale(1)
+	ep.Positive().BucketCounts().FromRaw([]uint64{1, uint64(1 + n)})
+	sm := ms.AppendEmpty()
+	sm.SetName("rpc.duration")
+	sp := sm.SetEmptySummary().DataPoints().AppendEmpty()
+	sp.SetTimestamp(at)
+	sp.SetCount(4)
+	sp.SetSum(2)
+	q := sp.QuantileValues().AppendEmpty()
+	q.SetQuantile(0.5)
+	q.SetValue(0.4)
+	u := ms.AppendEmpty()
+	u.SetName("unspecified")
+	up := u.SetEmptySum().DataPoints().AppendEmpty()
+	up.SetTimestamp(at)
+	up.SetIntValue(1)
+	if delta {
+		d := ms.AppendEmpty()
+		d.SetName("jobs.done")
+		ds := d.SetEmptySum()
+		ds.SetIsMonotonic(true)
+		ds.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		dp := ds.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(at - 15e9)
+		dp.SetTimestamp(at)
+		dp.SetIntValue(5)
+	}
+	return md
+}
+
 // TestFastPathMatchesReference sends requests of gauges and cumulative
 // sums (new streams, then known ones) and requests the fast path leaves
 // to the reference, under several translation settings, and checks that
@@ -213,6 +270,9 @@ func TestFastPathMatchesReference(t *testing.T) {
 		"noescape":  func(o *Options) { o.Translation.TranslationStrategy = otlptranslator.NoTranslation },
 		"nosuffix":  func(o *Options) { o.Translation.TranslationStrategy = otlptranslator.UnderscoreEscapingWithoutSuffixes },
 		"lookback0": func(o *Options) { o.LookbackDelta = 0 },
+		"nhcb":      func(o *Options) { o.Translation.ConvertHistogramsToNHCB = true },
+		"as-is":     func(o *Options) { o.Delta = DeltaAsIs },
+		"reject":    func(o *Options) { o.Delta = DeltaReject },
 	} {
 		t.Run(name, func(t *testing.T) {
 			opts := DefaultOptions()
@@ -221,8 +281,11 @@ func TestFastPathMatchesReference(t *testing.T) {
 			for n := range 4 {
 				p.send(t, encodeProto(t, numberRequest(n)))
 			}
-			p.send(t, encodeProto(t, testMetrics())) // histograms and all: the reference's
+			p.send(t, encodeProto(t, testMetrics())) // exemplars and deltas: the reference's
 			p.send(t, encodeProto(t, numberRequest(4)))
+			for n := 5; n < 8; n++ {
+				p.send(t, encodeProto(t, mixedRequest(n, opts.Delta != DeltaCumulative)))
+			}
 			learnt := 0
 			for i := range p.fast.cache.families.shards {
 				learnt += len(p.fast.cache.families.shards[i].m)
@@ -252,7 +315,11 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(encodeProto(f, numberRequest(0)))
 	f.Add(encodeProto(f, numberRequest(1)))
 	f.Add(encodeProto(f, testMetrics()))
-	p := newPaths(f, DefaultOptions())
+	f.Add(encodeProto(f, mixedRequest(0, false)))
+	f.Add(encodeProto(f, mixedRequest(1, true)))
+	opts := DefaultOptions()
+	opts.Delta = DeltaAsIs // deltas on the fast path too
+	p := newPaths(f, opts)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p.send(t, body)
 	})
