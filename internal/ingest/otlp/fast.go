@@ -112,71 +112,31 @@ func (h *Handler) fastWrite(ctx context.Context, body []byte, wk *work) (rep rep
 
 // request walks an ExportMetricsServiceRequest.
 func (f *fastState) request(msg []byte) error {
-	for len(msg) > 0 {
-		fld, rest, err := nextField(msg)
-		if err != nil {
-			return err
-		}
-		msg = rest
-		if fld.num != 1 {
-			continue
-		}
-		if fld.typ != wireBytes {
-			return errWire
-		}
-		if err := f.resourceMetrics(fld.b); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachBytes(msg, 1, f.resourceMetrics)
 }
 
 // single returns the bytes of the length-delimited field num of msg, and
 // whether it is there. A message field given twice is merged by the
 // protobuf rules, which the fast path leaves to the reference.
-func single(msg []byte, num int) ([]byte, bool, error) {
-	var (
-		out  []byte
-		seen bool
-	)
-	for len(msg) > 0 {
-		fld, rest, err := nextField(msg)
-		if err != nil {
-			return nil, false, err
-		}
-		msg = rest
-		if fld.num != num {
-			continue
-		}
-		if fld.typ != wireBytes {
-			return nil, false, errWire
-		}
+func single(msg []byte, num int) (out []byte, seen bool, err error) {
+	err = eachBytes(msg, num, func(b []byte) error {
 		if seen {
-			return nil, false, errSlow
+			return errSlow
 		}
-		out, seen = fld.b, true
-	}
-	return out, seen, nil
+		out, seen = b, true
+		return nil
+	})
+	return out, seen, err
 }
 
 // lastString returns the last length-delimited field num of msg: for a
 // string, the one that counts.
-func lastString(msg []byte, num int) ([]byte, error) {
-	var out []byte
-	for len(msg) > 0 {
-		fld, rest, err := nextField(msg)
-		if err != nil {
-			return nil, err
-		}
-		msg = rest
-		if fld.num == num {
-			if fld.typ != wireBytes {
-				return nil, errWire
-			}
-			out = fld.b
-		}
-	}
-	return out, nil
+func lastString(msg []byte, num int) (out []byte, err error) {
+	err = eachBytes(msg, num, func(b []byte) error {
+		out = b
+		return nil
+	})
+	return out, err
 }
 
 // resourceMetrics walks a ResourceMetrics: its scopes' metrics, then the
@@ -190,26 +150,19 @@ func (f *fastState) resourceMetrics(msg []byte) error {
 	if rc.info, err = f.resourceInfo(&rc); err != nil {
 		return err
 	}
-	for m := msg; len(m) > 0; {
-		fld, rest, err := nextField(m)
-		if err != nil {
-			return err
-		}
-		m = rest
-		switch fld.num {
-		case 1000:
+	err = eachField(msg, func(fld wireField) error {
+		switch {
+		case fld.num == 1000:
 			return errSlow // instrumentation_library_metrics, of old senders
-		case 2, 3:
-			if fld.typ != wireBytes {
-				return errWire
-			}
+		case (fld.num == 2 || fld.num == 3) && fld.typ != wireBytes:
+			return errWire
+		case fld.num == 2:
+			return f.scopeMetrics(fld.b, &rc)
 		}
-		if fld.num != 2 {
-			continue
-		}
-		if err := f.scopeMetrics(fld.b, &rc); err != nil {
-			return err
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if rc.earliest == math.MaxUint64 {
 		return nil
@@ -273,26 +226,12 @@ func (f *fastState) scopeMetrics(msg []byte, rc *resourceCtx) error {
 	if err := f.checkOnce(sc.hash, rc.raw, &sc, nil); err != nil {
 		return err
 	}
-	for m := msg; len(m) > 0; {
-		fld, rest, err := nextField(m)
-		if err != nil {
-			return err
-		}
-		m = rest
-		if fld.num != 2 {
-			continue
-		}
-		if fld.typ != wireBytes {
-			return errWire
-		}
+	return eachBytes(msg, 2, func(metric []byte) error {
 		if err := f.ctx.Err(); err != nil {
 			return err
 		}
-		if err := f.metric(fld.b, rc, &sc); err != nil {
-			return err
-		}
-	}
-	return nil
+		return f.metric(metric, rc, &sc)
+	})
 }
 
 // metricCtx is the metric being walked: what its points' series are
@@ -330,33 +269,28 @@ const (
 // to become cumulative are the reference path's: the conversion takes
 // whole requests.
 func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scopeCtx) error {
-	for m := data; len(m) > 0; {
-		fld, rest, err := nextField(m)
-		if err != nil {
-			return err
-		}
-		m = rest
+	err := eachField(data, func(fld wireField) error {
 		switch {
 		case fld.num == 2 && fld.typ == wireVarint && fld.v == temporalityDelta && f.h.d2c != nil:
 			return errSlow
 		case fld.num != 1 || fld.typ != wireBytes:
-			continue
+			return nil
 		}
 		// A data point: counted, and its time (field 3 of every kind)
 		// spans the resource's target_info.
 		var t uint64
-		for p := fld.b; len(p) > 0; {
-			pf, rest, err := nextField(p)
-			if err != nil {
-				return err
-			}
-			p = rest
+		err := eachField(fld.b, func(pf wireField) error {
 			if pf.num == 3 && pf.typ == wireFixed64 {
 				t = pf.v
 			}
-		}
+			return nil
+		})
 		f.total++
 		rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	req := pmetricotlp.NewExportRequest()
 	if err := req.UnmarshalProto(f.assemble(rc.raw, sc, metric)); err != nil {
@@ -384,14 +318,9 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 	mc := metricCtx{metadata: f.metadata[:0]}
 	defer func() { f.metadata = mc.metadata[:0] }()
 	var data []byte
-	for m := msg; len(m) > 0; {
-		fld, rest, err := nextField(m)
-		if err != nil {
-			return err
-		}
-		m = rest
+	err := eachField(msg, func(fld wireField) error {
 		switch fld.num {
-		case 1, 2, 3, metricGauge, metricSum, 9, 10, 11, 12:
+		case 1, 2, 3, metricGauge, metricSum, metricHistogram, metricExpHistogram, metricSummary, 12:
 			if fld.typ != wireBytes {
 				return errWire
 			}
@@ -411,6 +340,10 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 		case 12:
 			mc.metadata = append(mc.metadata, fld.b)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	switch mc.kind {
 	case 0:
@@ -419,23 +352,21 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 		return f.convertMetric(msg, data, rc, sc)
 	}
 	if mc.kind == metricSum {
-		for m := data; len(m) > 0; {
-			fld, rest, err := nextField(m)
-			if err != nil {
-				return err
+		err := eachField(data, func(fld wireField) error {
+			switch {
+			case fld.num != 2 && fld.num != 3:
+				return nil
+			case fld.typ != wireVarint:
+				return errWire
+			case fld.num == 2:
+				mc.temporality = fld.v
+			default:
+				mc.monotonic = fld.v != 0
 			}
-			m = rest
-			switch fld.num {
-			case 2, 3:
-				if fld.typ != wireVarint {
-					return errWire
-				}
-				if fld.num == 2 {
-					mc.temporality = fld.v
-				} else {
-					mc.monotonic = fld.v != 0
-				}
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if mc.temporality != temporalityCumulative {
 			return f.convertMetric(msg, data, rc, sc)

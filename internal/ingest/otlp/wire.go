@@ -86,3 +86,32 @@ func appendVarintField(dst []byte, num int, v uint64) []byte {
 	dst = binary.AppendUvarint(dst, uint64(num)<<3|wireVarint)
 	return binary.AppendUvarint(dst, v)
 }
+
+// eachField calls fn for each field of msg, stopping at the first error.
+func eachField(msg []byte, fn func(wireField) error) error {
+	for len(msg) > 0 {
+		fld, rest, err := nextField(msg)
+		if err != nil {
+			return err
+		}
+		msg = rest
+		if err := fn(fld); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachBytes calls fn with the bytes of each field num of msg, which must
+// be length-delimited, stopping at the first error.
+func eachBytes(msg []byte, num int, fn func([]byte) error) error {
+	return eachField(msg, func(fld wireField) error {
+		switch {
+		case fld.num != num:
+			return nil
+		case fld.typ != wireBytes:
+			return errWire
+		}
+		return fn(fld.b)
+	})
+}
