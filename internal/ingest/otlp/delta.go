@@ -58,12 +58,10 @@ func (h *Handler) consumeCumulative(ctx context.Context, md pmetric.Metrics) err
 	return nil
 }
 
-// writeDeltas writes md, which has total points, some of delta
-// temporality, through the processor. Points the processor drops (older
-// than the stream's last, of a stream over the limit) are counted as
-// rejected.
-func (h *Handler) writeDeltas(ctx context.Context, md pmetric.Metrics, total int, wk *work) reply {
-	wk.rj.Reset()
+// writeDeltas converts md, which has histograms of delta temporality,
+// through the processor, which drops the points it cannot add (older than
+// their stream's newest, of a stream over the limit) from md.
+func (h *Handler) writeDeltas(ctx context.Context, md pmetric.Metrics, wk *work) reply {
 	wk.app.reset(nil, &wk.rj) // if nothing is left to convert
 	wk.rep = reply{status: http.StatusOK}
 	// The processor calls consumeCumulative before it returns, and only
@@ -71,14 +69,7 @@ func (h *Handler) writeDeltas(ctx context.Context, md pmetric.Metrics, total int
 	if err := h.d2c.ConsumeMetrics(context.WithValue(ctx, workKey{}, wk), md); err != nil {
 		return serverFault(err)
 	}
-	rep := wk.rep
-	if rep.status != http.StatusOK {
-		return rep
-	}
-	if dropped := total - md.DataPointCount(); dropped > 0 {
-		wk.rj.Add(0, fmt.Errorf("%d delta points dropped by the conversion to cumulative: older than their stream's newest, or of a stream beyond --otlp.delta.max-streams", dropped))
-	}
-	return h.outcome(total, wk)
+	return wk.rep
 }
 
 // hasDelta reports whether md has a sum or histogram of delta temporality.

@@ -16,12 +16,13 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/model/value"
 	promstorage "github.com/prometheus/prometheus/storage"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc/codes"
 )
 
-// The fast path takes protobuf requests of gauges and cumulative sums
-// (the bulk of OTLP metrics) without pdata and without building a label
+// The fast path takes protobuf requests of gauges and sums (the bulk of
+// OTLP metrics) without pdata and without building a label
 // set per point. It walks the request's wire format in place and keys
 // each data point by hashes of what its series' labels are made from:
 // the resource, the scope, the metric's name, unit, description and
@@ -32,11 +33,14 @@ import (
 // are the reference's by construction, and a steady stream of points
 // allocates nothing per point.
 //
-// Histograms, summaries and sums of other temporalities are handed to the
-// converter metric by metric (convertMetric). A request with anything
-// else (deltas to become cumulative, exemplars on gauges and sums, a
-// message given twice, a malformed message) is left to the reference
-// path whole: nothing of it is stored by this one.
+// Deltas of sums that are to become cumulative are added up by the
+// stream's state, which the stream keeps (see cumulative.go). Histograms,
+// summaries and sums of other temporalities are handed to the converter
+// metric by metric (convertMetric). A request with anything else
+// (histograms of delta temporality that are to become cumulative,
+// exemplars on gauges and sums, a message given twice, a malformed
+// message) is left to the reference path whole: nothing of it is stored
+// by this one, and what it added to delta streams is taken back.
 //
 // Keys are two 64-bit hashes, of the metric and of the point's
 // attributes: two streams would have to collide in both at once to be
@@ -58,6 +62,8 @@ type fastState struct {
 	wk    *work
 	now   int64
 	total int // data points
+	// dropped counts the deltas not added to their stream.
+	dropped int
 	// seenInfo are the target_info samples appended, as the converter
 	// keeps them: one per labels and timestamp in a request.
 	seenInfo map[infoKey]struct{}
@@ -78,35 +84,46 @@ type infoKey struct {
 func (h *Handler) fastWrite(ctx context.Context, body []byte, wk *work) (rep reply, ok bool) {
 	app := h.app.Appender(ctx)
 	wk.app.reset(app, &wk.rj)
-	wk.rj.Reset()
+	wk.begin()
 	f := &wk.fast
-	f.h, f.ctx, f.wk, f.now, f.total = h, ctx, wk, time.Now().Unix(), 0
+	f.h, f.ctx, f.wk, f.now, f.total, f.dropped = h, ctx, wk, time.Now().Unix(), 0, 0
 	if f.seenInfo == nil {
 		f.seenInfo = map[infoKey]struct{}{}
 	}
 	clear(f.seenInfo)
 	defer func() { f.ctx, f.wk = nil, nil }()
+	rollback := func() {
+		_ = app.Rollback()
+		h.sums.undo(wk.undo)
+	}
 
 	err := f.request(body)
 	switch {
 	case wk.app.fault != nil:
-		_ = app.Rollback()
+		rollback()
 		return serverFault(wk.app.fault), true
 	case errors.Is(err, errSlow) || errors.Is(err, errWire):
-		_ = app.Rollback()
+		rollback()
 		return reply{}, false
 	case err != nil:
-		_ = app.Rollback()
+		rollback()
 		return reply{status: http.StatusServiceUnavailable, code: codes.Unavailable, msg: err.Error()}, true
 	}
 	if rep, ok := h.throttle(f.total); !ok {
-		_ = app.Rollback()
+		rollback()
 		return rep, true
 	}
 	if err := app.Commit(); err != nil {
+		h.sums.undo(wk.undo)
 		return serverFault(err), true
 	}
 	h.cache.sweep(f.now)
+	if h.sums != nil {
+		h.sums.sweep(f.now)
+	}
+	if f.dropped > 0 {
+		wk.rj.Add(0, droppedDeltas(f.dropped))
+	}
 	return h.outcome(f.total, wk), true
 }
 
@@ -177,7 +194,7 @@ func (f *fastState) resourceInfo(rc *resourceCtx) (*resourceInfo, error) {
 	c := f.h.cache
 	ri := c.resource(rc.hash)
 	if ri == nil {
-		if err := f.translate(rc.raw, nil, probeMetric, false); err != nil {
+		if _, err := f.translate(rc.raw, nil, probeMetric, false); err != nil {
 			if errors.Is(err, errWire) {
 				return nil, err
 			}
@@ -261,13 +278,13 @@ const (
 )
 
 // convertMetric hands a metric the fast path does not translate itself
-// (a histogram, a summary, a sum of another temporality) to the
+// (a histogram, a summary, a sum of delta temporality kept as it is) to the
 // converter, on a request of that metric alone, into the request's
 // appender: the converter translates metrics one by one, so this stores
 // what it would of the metric in the whole request. Only target_info,
-// made of the whole resource, is left to the fast path. Deltas that are
-// to become cumulative are the reference path's: the conversion takes
-// whole requests.
+// made of the whole resource, is left to the fast path. Histograms of
+// delta temporality that are to become cumulative are the reference
+// path's: their conversion takes whole requests.
 func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scopeCtx) error {
 	err := eachField(data, func(fld wireField) error {
 		switch {
@@ -368,7 +385,7 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 		if err != nil {
 			return err
 		}
-		if mc.temporality != temporalityCumulative {
+		if mc.temporality != temporalityCumulative && (mc.temporality != temporalityDelta || f.h.sums == nil) {
 			return f.convertMetric(msg, data, rc, sc)
 		}
 	}
@@ -397,11 +414,14 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 	return f.points(data, rc, sc, &mc, fam)
 }
 
-// point is a NumberDataPoint as the fast path reads it.
+// point is a NumberDataPoint as the fast path reads it: v is its value
+// as a sample's, i and kind what it was.
 type point struct {
 	attrs       uint64 // hash of its attributes
 	start, time uint64
 	v           float64
+	i           int64
+	kind        pmetric.NumberDataPointValueType
 	flags       uint64
 }
 
@@ -446,9 +466,9 @@ func (f *fastState) parsePoint(msg []byte) (point, error) {
 		case 3:
 			want, p.time = wireFixed64, fld.v
 		case 4:
-			want, p.v = wireFixed64, math.Float64frombits(fld.v)
+			want, p.v, p.i, p.kind = wireFixed64, math.Float64frombits(fld.v), 0, pmetric.NumberDataPointValueTypeDouble
 		case 6:
-			want, p.v = wireFixed64, float64(int64(fld.v))
+			want, p.v, p.i, p.kind = wireFixed64, float64(int64(fld.v)), int64(fld.v), pmetric.NumberDataPointValueTypeInt
 		case 8:
 			want, p.flags = wireVarint, fld.v
 		case 5:
@@ -475,7 +495,7 @@ func contiguous(a, b []byte) bool {
 // does, at the first whose labels cannot be made.
 func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx, fam *family) error {
 	c := f.h.cache
-	stopped := false
+	stopped, ok := false, false
 	for m := data; len(m) > 0; {
 		fld, rest, err := nextField(m)
 		if err != nil {
@@ -493,28 +513,40 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 			return err
 		}
 		f.total++
-		rc.earliest, rc.latest = min(rc.earliest, p.time), max(rc.latest, p.time)
 		if stopped {
+			rc.earliest, rc.latest = min(rc.earliest, p.time), max(rc.latest, p.time)
 			continue
 		}
 		key := streamKey{mc.hash, p.attrs}
 		s := c.stream(key)
 		if s == nil || fam == nil {
 			if s, fam, err = f.miss(key, fld.b, rc, sc, mc); err != nil {
-				if errors.Is(err, errWire) {
+				switch {
+				case errors.Is(err, errWire):
 					return err
+				case errors.Is(err, errStreams):
+					f.dropped++
+					continue
 				}
+				rc.earliest, rc.latest = min(rc.earliest, p.time), max(rc.latest, p.time)
 				f.wk.rj.Add(0, err)
 				stopped = true
 				continue
 			}
 		}
-		v := p.v
-		if p.flags&1 != 0 { // no recorded value
+		start, v := p.start, p.v
+		switch {
+		case p.flags&1 != 0: // no recorded value
 			v = math.Float64frombits(value.StaleNaN)
+		case mc.temporality == temporalityDelta:
+			if start, v, ok = f.addDelta(s, p); !ok {
+				f.dropped++
+				continue
+			}
 		}
+		rc.earliest, rc.latest = min(rc.earliest, p.time), max(rc.latest, p.time)
 		ref := s.ref.Load()
-		r, _ := f.wk.app.Append(promstorage.SeriesRef(ref), s.lset, int64(p.start)/1_000_000, int64(p.time)/1_000_000, v, nil, nil, fam.opts)
+		r, _ := f.wk.app.Append(promstorage.SeriesRef(ref), s.lset, int64(start)/1_000_000, int64(p.time)/1_000_000, v, nil, nil, fam.opts)
 		if f.wk.app.fault != nil {
 			return f.wk.app.fault
 		}
@@ -531,17 +563,49 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 	return nil
 }
 
+// addDelta adds delta p to stream s's state, and returns the start time
+// and value of the point to store; ok is false if p is dropped.
+func (f *fastState) addDelta(s *stream, p point) (start uint64, v float64, ok bool) {
+	st := s.sum.Load()
+	acc, now, err := f.h.sums.add(st, sumDelta{start: p.start, time: p.time, i: p.i, f: p.v, kind: p.kind}, f.now, &f.wk.undo)
+	if now != nil && now != st {
+		s.sum.Store(now)
+	}
+	if err != nil {
+		return 0, 0, false
+	}
+	return acc.start, acc.value(), true
+}
+
 // miss translates a point of a new stream with the reference converter,
 // on a request made of the point with its metric, scope and resource,
-// and remembers its series and its metric's translation.
+// and remembers its series and its metric's translation. A delta is
+// translated as the cumulative point it becomes, and its stream's state
+// is found by the stream's identity (errStreams: there are too many).
 func (f *fastState) miss(key streamKey, pt []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx) (*stream, *family, error) {
-	if err := f.translate(rc.raw, sc, f.metricMsg(mc, pt), true); err != nil {
+	delta := mc.temporality == temporalityDelta
+	tm := *mc
+	if delta {
+		tm.temporality = temporalityCumulative
+	}
+	req, err := f.translate(rc.raw, sc, f.metricMsg(&tm, pt), true)
+	if err != nil {
 		return nil, nil, err
 	}
 	if f.capture.n == 0 {
 		return nil, nil, fmt.Errorf("metric %q: a data point the translation made no sample of", mc.name)
 	}
 	s := &stream{lset: f.capture.lset}
+	if delta {
+		rm := req.Metrics().ResourceMetrics().At(0)
+		sm := rm.ScopeMetrics().At(0)
+		m := sm.Metrics().At(0)
+		st, err := f.h.sums.stream(streamID(rm.Resource(), sm.Scope(), m, m.Sum().DataPoints().At(0)))
+		if err != nil {
+			return nil, nil, err
+		}
+		s.sum.Store(st)
+	}
 	s.seen.Store(f.now)
 	s = f.h.cache.addStream(key, s)
 	fam := &family{opts: f.capture.opts}
@@ -619,12 +683,13 @@ func (f *fastState) assemble(res []byte, sc *scopeCtx, metric []byte) []byte {
 
 // translate runs the converter on a request of one metric in scope sc (nil:
 // an empty one) of resource res, into f.capture, without target_info if
-// point is set: then what it captures is the metric's point alone. A
-// request that does not decode is errWire: the reference path answers it.
-func (f *fastState) translate(res []byte, sc *scopeCtx, metric []byte, point bool) error {
+// point is set: then what it captures is the metric's point alone. It
+// returns the request. A request that does not decode is errWire: the
+// reference path answers it.
+func (f *fastState) translate(res []byte, sc *scopeCtx, metric []byte, point bool) (pmetricotlp.ExportRequest, error) {
 	req := pmetricotlp.NewExportRequest()
 	if err := req.UnmarshalProto(f.assemble(res, sc, metric)); err != nil {
-		return errWire
+		return req, errWire
 	}
 	f.capture = capture{}
 	conv := f.wk.converter
@@ -634,9 +699,9 @@ func (f *fastState) translate(res []byte, sc *scopeCtx, metric []byte, point boo
 	settings.DisableTargetInfo = point
 	_, err := conv.FromMetrics(f.ctx, req.Metrics(), settings)
 	if f.capture.n == 0 && err != nil {
-		return err
+		return req, err
 	}
-	return nil
+	return req, nil
 }
 
 // probeMetric is the metric translate is given to learn a resource's

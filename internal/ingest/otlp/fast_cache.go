@@ -15,11 +15,14 @@ type streamKey struct{ metric, attrs uint64 }
 
 // stream is a series the fast path appends to: its labels, as the
 // converter made them, and its ref in the store, updated when the store
-// hands out another (after the series was dropped from the head).
+// hands out another (after the series was dropped from the head). A
+// stream of deltas keeps its cumulative state, updated when the state
+// was forgotten and another took its place.
 type stream struct {
 	lset labels.Labels
 	ref  atomic.Uint64
 	seen atomic.Int64 // unix seconds
+	sum  atomic.Pointer[sumState]
 }
 
 // family is a metric's translation: its Prometheus name and metadata.

@@ -200,8 +200,8 @@ func numberRequest(n int) pmetric.Metrics {
 }
 
 // mixedRequest is numberRequest with, in its first scope, what the fast
-// path hands the converter metric by metric: histograms of both kinds, a
-// summary, a sum without temporality and, if delta, a delta sum.
+// path hands the converter metric by metric (histograms of both kinds, a
+// summary, a sum without temporality) and, if delta, a delta sum.
 func mixedRequest(n int, delta bool) pmetric.Metrics {
 	md := numberRequest(n)
 	at := pcommon.NewTimestampFromTime(t0.Add(time.Duration(n) * 15 * time.Second))
@@ -284,7 +284,7 @@ func TestFastPathMatchesReference(t *testing.T) {
 			p.send(t, encodeProto(t, testMetrics())) // exemplars and deltas: the reference's
 			p.send(t, encodeProto(t, numberRequest(4)))
 			for n := 5; n < 8; n++ {
-				p.send(t, encodeProto(t, mixedRequest(n, opts.Delta != DeltaCumulative)))
+				p.send(t, encodeProto(t, mixedRequest(n, true)))
 			}
 			learnt := 0
 			for i := range p.fast.cache.families.shards {
@@ -317,11 +317,15 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(encodeProto(f, testMetrics()))
 	f.Add(encodeProto(f, mixedRequest(0, false)))
 	f.Add(encodeProto(f, mixedRequest(1, true)))
+	f.Add(encodeProto(f, sumRequest(false, sumPoint{"a", 0, 10, 2, 0, false}, sumPoint{"a", 10, 20, 0, 1.5, false})))
+	// Deltas made cumulative, and kept as they are.
+	cumulative := newPaths(f, DefaultOptions())
 	opts := DefaultOptions()
-	opts.Delta = DeltaAsIs // deltas on the fast path too
-	p := newPaths(f, opts)
+	opts.Delta = DeltaAsIs
+	asIs := newPaths(f, opts)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		p.send(t, body)
+		cumulative.send(t, body)
+		asIs.send(t, body)
 	})
 }
 

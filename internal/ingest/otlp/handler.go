@@ -50,7 +50,8 @@ type Options struct {
 	// Delta says what becomes of points of delta temporality. With
 	// DeltaCumulative, a stream not seen for DeltaMaxStale is forgotten
 	// (its next delta starts it again, under a new start time), and past
-	// DeltaMaxStreams (0: no limit) new streams' points are rejected.
+	// DeltaMaxStreams (0: no limit) of sums, or as many of histograms, new
+	// streams' points are rejected.
 	Delta           Delta
 	DeltaMaxStale   time.Duration
 	DeltaMaxStreams int
@@ -77,7 +78,7 @@ type Delta string
 const (
 	// DeltaCumulative adds each stream's deltas up into a cumulative
 	// series, as the OpenTelemetry Collector's deltatocumulative
-	// processor does (it is the one used).
+	// processor does (it is the one used for histograms).
 	DeltaCumulative Delta = "cumulative"
 	// DeltaReject refuses them, counted as rejected points.
 	DeltaReject Delta = "reject"
@@ -128,9 +129,10 @@ type Handler struct {
 	settings prometheusremotewrite.Settings
 	logger   *slog.Logger
 	pool     sync.Pool // of *work
-	// d2c turns deltas into cumulative points, if Delta is
-	// DeltaCumulative.
-	d2c processor.Metrics
+	// sums and d2c turn deltas into cumulative points, if Delta is
+	// DeltaCumulative: sums those of sums, d2c those of histograms.
+	sums *deltaSums
+	d2c  processor.Metrics
 	// cache is what the fast path has learnt; nil turns it off.
 	cache *fastCache
 }
@@ -143,6 +145,15 @@ type work struct {
 	body      bytes.Buffer
 	rep       reply // of the conversion behind the delta processor
 	fast      fastState
+	// undo is what the request added to delta sum streams.
+	undo []sumUndo
+}
+
+// begin readies wk for a request.
+func (wk *work) begin() {
+	wk.rj.Reset()
+	clear(wk.undo)
+	wk.undo = wk.undo[:0]
 }
 
 // NewHandler returns a receiver writing to app. Close it when done.
@@ -176,6 +187,7 @@ func NewHandler(app storage.Appendable, opts Options) (*Handler, error) {
 		return &work{converter: prometheusremotewrite.NewPrometheusConverter(nil)}
 	}
 	if opts.Delta == DeltaCumulative {
+		h.sums = newDeltaSums(int64(opts.DeltaMaxStale/time.Second), opts.DeltaMaxStreams, time.Now().Unix())
 		d2c, err := newDeltaToCumulative(h, opts.DeltaMaxStale, opts.DeltaMaxStreams)
 		if err != nil {
 			return nil, err
@@ -406,13 +418,24 @@ func (h *Handler) write(ctx context.Context, md pmetric.Metrics, wk *work) reply
 	if rep, ok := h.throttle(total); !ok {
 		return rep
 	}
-	if h.d2c != nil && hasDelta(md) {
-		return h.writeDeltas(ctx, md, total, wk)
+	wk.begin()
+	if h.sums != nil {
+		now := time.Now().Unix()
+		h.sums.cumulative(md, now, &wk.undo)
+		h.sums.sweep(now)
 	}
-	wk.rj.Reset()
-	rep := h.convert(ctx, md, wk)
+	var rep reply
+	if h.d2c != nil && hasDelta(md) {
+		rep = h.writeDeltas(ctx, md, wk)
+	} else {
+		rep = h.convert(ctx, md, wk)
+	}
 	if rep.status != http.StatusOK {
+		h.sums.undo(wk.undo)
 		return rep
+	}
+	if dropped := total - md.DataPointCount(); dropped > 0 {
+		wk.rj.Add(0, droppedDeltas(dropped))
 	}
 	return h.outcome(total, wk)
 }
