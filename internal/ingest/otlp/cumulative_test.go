@@ -308,3 +308,36 @@ func TestDeltaSumsConcurrent(t *testing.T) {
 		t.Errorf("stream x: %d points stored, newest value %g: every stored delta must be added once", x, newest)
 	}
 }
+
+// TestDeltaHistogramsMatchReference sends histograms of delta
+// temporality, with gauges and sums around them, on the fast path and on
+// the reference alone: both store and answer the same, duplicates
+// dropped once, also when a request goes to the reference part way.
+func TestDeltaHistogramsMatchReference(t *testing.T) {
+	p := newPaths(t, DefaultOptions())
+	with := func(n int, d pmetric.Metrics) pmetric.Metrics {
+		md := numberRequest(n)
+		d.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().MoveAndAppendTo(md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics())
+		return md
+	}
+	for i, r := range []struct{ start, end, inc int }{{0, 10, 2}, {10, 20, 3}, {10, 20, 3}, {20, 30, 4}, {15, 25, 1}, {30, 40, 1}} {
+		p.send(t, encodeProto(t, with(i, deltaRequest(r.start, r.end, uint64(r.inc)))))
+	}
+	// The delta histograms alone, far from the other points: target_info
+	// spans what the conversion keeps.
+	alone := func(start, end int) pmetric.Metrics {
+		md := deltaRequest(start, end, 1)
+		md.ResourceMetrics().At(0).Resource().Attributes().PutStr("service.name", "worker")
+		md.ResourceMetrics().At(0).Resource().Attributes().PutStr("host.name", "h")
+		md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().RemoveIf(func(m pmetric.Metric) bool { return m.Type() == pmetric.MetricTypeSum })
+		return md
+	}
+	p.send(t, encodeProto(t, alone(30, 40)))
+	p.send(t, encodeProto(t, alone(3600, 3700)))
+	p.send(t, encodeProto(t, alone(3600, 3700)))
+	// Exemplars: the reference's whole, and added once.
+	md := with(7, deltaRequest(3700, 3800, 2))
+	md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).Exemplars().AppendEmpty().SetDoubleValue(1)
+	p.send(t, encodeProto(t, md))
+	p.send(t, encodeProto(t, with(8, deltaRequest(3800, 3900, 2))))
+}

@@ -51,9 +51,12 @@ type workKey struct{}
 
 // consumeCumulative converts what the processor passes on, all of it
 // cumulative now, into the store, leaving the outcome in the request's
-// work.
+// work; on the fast path, into its appender.
 func (h *Handler) consumeCumulative(ctx context.Context, md pmetric.Metrics) error {
 	wk := ctx.Value(workKey{}).(*work)
+	if wk.onFast {
+		return wk.fast.convert(md)
+	}
 	wk.rep = h.convert(ctx, md, wk)
 	return nil
 }

@@ -36,11 +36,12 @@ import (
 // Deltas of sums that are to become cumulative are added up by the
 // stream's state, which the stream keeps (see cumulative.go). Histograms,
 // summaries and sums of other temporalities are handed to the converter
-// metric by metric (convertMetric). A request with anything else
-// (histograms of delta temporality that are to become cumulative,
-// exemplars on gauges and sums, a message given twice, a malformed
-// message) is left to the reference path whole: nothing of it is stored
-// by this one, and what it added to delta streams is taken back.
+// metric by metric (convertMetric); histograms of delta temporality go
+// through the Collector's processor first, once the whole request is
+// walked. A request with anything else (exemplars on gauges and sums, a
+// message given twice, a malformed message) is left to the reference
+// path whole: nothing of it is stored by this one, and what it added to
+// delta streams is taken back.
 //
 // Keys are two 64-bit hashes, of the metric and of the point's
 // attributes: two streams would have to collide in both at once to be
@@ -64,6 +65,11 @@ type fastState struct {
 	total int // data points
 	// dropped counts the deltas not added to their stream.
 	dropped int
+	// deferred are the histograms of delta temporality, converted once
+	// the request is walked (see deltaHistograms), and late the resources
+	// they are in, whose target_info waits for them.
+	deferred []deferredMetric
+	late     []resourceCtx
 	// seenInfo are the target_info samples appended, as the converter
 	// keeps them: one per labels and timestamp in a request.
 	seenInfo map[infoKey]struct{}
@@ -91,7 +97,12 @@ func (h *Handler) fastWrite(ctx context.Context, body []byte, wk *work) (rep rep
 		f.seenInfo = map[infoKey]struct{}{}
 	}
 	clear(f.seenInfo)
-	defer func() { f.ctx, f.wk = nil, nil }()
+	defer func() {
+		f.ctx, f.wk = nil, nil
+		clear(f.deferred)
+		clear(f.late)
+		f.deferred, f.late = f.deferred[:0], f.late[:0]
+	}()
 	rollback := func() {
 		_ = app.Rollback()
 		h.sums.undo(wk.undo)
@@ -112,6 +123,13 @@ func (h *Handler) fastWrite(ctx context.Context, body []byte, wk *work) (rep rep
 	if rep, ok := h.throttle(f.total); !ok {
 		rollback()
 		return rep, true
+	}
+	if err := f.deltaHistograms(); err != nil {
+		rollback()
+		if wk.app.fault != nil {
+			err = wk.app.fault
+		}
+		return serverFault(err), true
 	}
 	if err := app.Commit(); err != nil {
 		h.sums.undo(wk.undo)
@@ -181,10 +199,12 @@ func (f *fastState) resourceMetrics(msg []byte) error {
 	if err != nil {
 		return err
 	}
-	if rc.earliest == math.MaxUint64 {
-		return nil
+	switch {
+	case rc.deferred:
+		f.late = append(f.late, rc)
+	case rc.earliest != math.MaxUint64:
+		f.targetInfo(&rc)
 	}
-	f.targetInfo(&rc)
 	return nil
 }
 
@@ -216,6 +236,7 @@ type resourceCtx struct {
 	hash             uint64
 	info             *resourceInfo
 	earliest, latest uint64 // of its points' timestamps
+	deferred         bool   // it has histograms of delta temporality
 }
 
 // scopeCtx is the scope being walked.
@@ -283,14 +304,21 @@ const (
 // appender: the converter translates metrics one by one, so this stores
 // what it would of the metric in the whole request. Only target_info,
 // made of the whole resource, is left to the fast path. Histograms of
-// delta temporality that are to become cumulative are the reference
-// path's: their conversion takes whole requests.
+// delta temporality that are to become cumulative wait until the request
+// is walked (deltaHistograms).
 func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scopeCtx) error {
+	delta := false
 	err := eachField(data, func(fld wireField) error {
-		switch {
-		case fld.num == 2 && fld.typ == wireVarint && fld.v == temporalityDelta && f.h.d2c != nil:
-			return errSlow
-		case fld.num != 1 || fld.typ != wireBytes:
+		if fld.num == 2 && fld.typ == wireVarint {
+			delta = fld.v == temporalityDelta && f.h.d2c != nil
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = eachField(data, func(fld wireField) error {
+		if fld.num != 1 || fld.typ != wireBytes {
 			return nil
 		}
 		// A data point: counted, and its time (field 3 of every kind)
@@ -303,7 +331,9 @@ func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scop
 			return nil
 		})
 		f.total++
-		rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
+		if !delta {
+			rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
+		}
 		return err
 	})
 	if err != nil {
@@ -313,12 +343,23 @@ func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scop
 	if err := req.UnmarshalProto(f.assemble(rc.raw, sc, metric)); err != nil {
 		return errWire
 	}
+	if delta {
+		rc.deferred = true
+		f.deferred = append(f.deferred, deferredMetric{metric: metric, res: len(f.late), sc: *sc})
+		return nil
+	}
+	return f.convert(req.Metrics())
+}
+
+// convert runs the converter on md, a request of one metric, into the
+// request's appender, without target_info.
+func (f *fastState) convert(md pmetric.Metrics) error {
 	conv := f.wk.converter
 	conv.Reset(&f.wk.app)
 	defer conv.Reset(nil)
 	settings := f.h.settings
 	settings.DisableTargetInfo = true
-	_, errs := conv.FromMetrics(f.ctx, req.Metrics(), settings)
+	_, errs := conv.FromMetrics(f.ctx, md, settings)
 	if f.wk.app.fault != nil {
 		return f.wk.app.fault
 	}
@@ -329,6 +370,71 @@ func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scop
 		f.wk.rj.Add(0, err)
 	}
 	return nil
+}
+
+// deferredMetric is a histogram of delta temporality in the resource
+// late[res], in scope sc.
+type deferredMetric struct {
+	metric []byte
+	res    int
+	sc     scopeCtx
+}
+
+// deltaHistograms converts the request's histograms of delta temporality
+// through the Collector's processor, once nothing is left that could
+// hand the request to the reference path: the processor's state cannot
+// take back what it added. Then come the target_info samples of their
+// resources, over the span of the points the processor kept.
+func (f *fastState) deltaHistograms() error {
+	for _, d := range f.deferred {
+		rc := &f.late[d.res]
+		req := pmetricotlp.NewExportRequest()
+		if err := req.UnmarshalProto(f.assemble(rc.raw, &d.sc, d.metric)); err != nil {
+			return err // it decoded when the request was walked
+		}
+		md := req.Metrics()
+		n := md.DataPointCount()
+		f.wk.onFast = true
+		err := f.h.d2c.ConsumeMetrics(context.WithValue(f.ctx, workKey{}, f.wk), md)
+		f.wk.onFast = false
+		if err != nil {
+			return err
+		}
+		f.dropped += n - md.DataPointCount()
+		spanPoints(md, rc)
+	}
+	for i := range f.late {
+		if rc := &f.late[i]; rc.earliest != math.MaxUint64 {
+			f.targetInfo(rc)
+		}
+	}
+	return nil
+}
+
+// spanPoints widens rc's span to the times of md's histogram points.
+func spanPoints(md pmetric.Metrics, rc *resourceCtx) {
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				m := ms.At(k)
+				switch m.Type() {
+				case pmetric.MetricTypeHistogram:
+					for _, p := range m.Histogram().DataPoints().All() {
+						t := uint64(p.Timestamp())
+						rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
+					}
+				case pmetric.MetricTypeExponentialHistogram:
+					for _, p := range m.ExponentialHistogram().DataPoints().All() {
+						t := uint64(p.Timestamp())
+						rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
+					}
+				}
+			}
+		}
+	}
 }
 
 func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {

@@ -318,6 +318,7 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(encodeProto(f, mixedRequest(0, false)))
 	f.Add(encodeProto(f, mixedRequest(1, true)))
 	f.Add(encodeProto(f, sumRequest(false, sumPoint{"a", 0, 10, 2, 0, false}, sumPoint{"a", 10, 20, 0, 1.5, false})))
+	f.Add(encodeProto(f, deltaRequest(0, 10, 2)))
 	// Deltas made cumulative, and kept as they are.
 	cumulative := newPaths(f, DefaultOptions())
 	opts := DefaultOptions()

@@ -147,6 +147,9 @@ type work struct {
 	fast      fastState
 	// undo is what the request added to delta sum streams.
 	undo []sumUndo
+	// onFast says the processor's output goes to the fast path's
+	// appender.
+	onFast bool
 }
 
 // begin readies wk for a request.
