@@ -27,7 +27,7 @@ type config struct {
 // stringList is a flag that may be given many times.
 type stringList []string
 
-func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func parseFlags(args []string) (config, error) {
@@ -77,6 +77,8 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
+	sc.Flags = map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) { sc.Flags[f.Name] = f.Value.String() })
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}

@@ -397,6 +397,9 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	if sc := cfg.server; sc.RetentionTime != 30*24*time.Hour || sc.RetentionSize != 512<<20 || sc.BlockDuration != time.Hour || sc.OutOfOrderWindow != 30*time.Minute {
 		t.Errorf("storage flags parsed wrong: %s %d %s %s", sc.RetentionTime, sc.RetentionSize, sc.BlockDuration, sc.OutOfOrderWindow)
 	}
+	if f := cfg.server.Flags; f["storage.out-of-order-window"] != "30m" || f["retention.size"] != "512MB" || f["listen-address"] == "" {
+		t.Errorf("flags for /api/v1/status/flags: %v", f)
+	}
 	cfg, err = parseFlags([]string{"--otlp.translation-strategy", "NoUTF8EscapingWithSuffixes", "--otlp.promote-resource-attributes", " k8s.pod.name, region ",
 		"--otlp.delta", "as-is", "--otlp.promote-scope-metadata", "--otlp.convert-histograms-to-nhcb"})
 	if err != nil {

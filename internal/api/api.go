@@ -56,6 +56,17 @@ type Options struct {
 	// Version is reported by /api/v1/status/buildinfo. Grafana reads it
 	// to decide which Prometheus features it may use.
 	Version string
+	// Flags are the command line's flags with their values, for
+	// /api/v1/status/flags; Config the configuration in effect, as
+	// Prometheus' configuration file would give it (YAML), for
+	// /api/v1/status/config.
+	Flags  map[string]string
+	Config string
+	// StartTime and StorageRetention are reported by
+	// /api/v1/status/runtimeinfo; StorageRetention as Prometheus writes
+	// it ("15d", "15d or 512MiB").
+	StartTime        time.Time
+	StorageRetention string
 }
 
 // DefaultOptions returns Options with Prometheus' defaults for what has
@@ -79,6 +90,11 @@ type API struct {
 	exemplars     storage.ExemplarQueryable
 	tsdbStatus    TSDBStatusSource
 	buildInfo     buildInfo
+	flags         map[string]string
+	config        string
+	startTime     time.Time
+	// storageRetention as runtimeinfo reports it.
+	storageRetention string
 }
 
 // New returns an API serving opts.Queryable through opts.Engine.
@@ -95,6 +111,11 @@ func New(opts Options) *API {
 		exemplars:     opts.Exemplars,
 		tsdbStatus:    opts.TSDBStatus,
 		buildInfo:     newBuildInfo(opts.Version),
+		flags:         opts.Flags,
+		config:        opts.Config,
+		startTime:     opts.StartTime.UTC(),
+
+		storageRetention: opts.StorageRetention,
 	}
 	if a.parser == nil {
 		a.parser = parser.NewParser(parser.Options{})
@@ -124,6 +145,15 @@ func (a *API) Register(mux *http.ServeMux) {
 		// and match[] lists are short enough for a URL.
 		{getOnly, "/api/v1/label/{name}/values", a.labelValues},
 		{getOnly, "/api/v1/status/buildinfo", a.serveBuildInfo},
+		{getOnly, "/api/v1/status/runtimeinfo", a.serveRuntimeInfo},
+		{getOnly, "/api/v1/status/flags", a.serveFlags},
+		{getOnly, "/api/v1/status/config", a.serveConfig},
+		{getPost, "/api/v1/format_query", a.formatQuery},
+		{getOnly, "/api/v1/targets", noTargets},
+		{getOnly, "/api/v1/targets/metadata", noTargetMetadata},
+		{getOnly, "/api/v1/rules", noRules},
+		{getOnly, "/api/v1/alerts", noAlerts},
+		{getOnly, "/api/v1/alertmanagers", noAlertmanagers},
 		{getOnly, "/api/v1/status/tsdb", a.serveTSDBStatus},
 		{getOnly, "/api/v1/metadata", a.metricMetadata},
 		{getPost, "/api/v1/query_exemplars", a.queryExemplars},

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -362,6 +365,24 @@ func goldenCases() []goldenCase {
 		// Build info.
 		{name: "buildinfo", path: "/api/v1/status/buildinfo", status: 200},
 
+		// Server status, and the scrape and rule machinery strata has not.
+		{name: "flags", path: "/api/v1/status/flags", opts: func(o *Options) {
+			o.Flags = map[string]string{"listen-address": ":9201", "storage.out-of-order-window": "30m", "query.timeout": "2m"}
+		}, status: 200},
+		{name: "flags_none", path: "/api/v1/status/flags", status: 200},
+		{name: "flags_post_not_allowed", method: "POST", path: "/api/v1/status/flags", status: 405},
+		{name: "config", path: "/api/v1/status/config", opts: func(o *Options) {
+			o.Config = "storage:\n  tsdb:\n    out_of_order_time_window: 30m\n"
+		}, status: 200},
+		{name: "format_query", path: "/api/v1/format_query", query: q("query", `sum(rate(x{a="<b>"}[5m]))by(job)`), status: 200},
+		{name: "format_query_post", method: "POST", path: "/api/v1/format_query", form: q("query", "foo/bar"), status: 200},
+		{name: "format_query_bad", path: "/api/v1/format_query", query: q("query", "sum("), status: 400},
+		{name: "targets", path: "/api/v1/targets", status: 200},
+		{name: "targets_metadata", path: "/api/v1/targets/metadata", status: 200},
+		{name: "rules", path: "/api/v1/rules", status: 200},
+		{name: "alerts", path: "/api/v1/alerts", status: 200},
+		{name: "alertmanagers", path: "/api/v1/alertmanagers", status: 200},
+
 		// TSDB status.
 		{name: "tsdb_status", path: "/api/v1/status/tsdb", opts: withTSDBStatus, status: 200},
 		{name: "tsdb_status_limit", path: "/api/v1/status/tsdb", query: q("limit", "1"), opts: withTSDBStatus, status: 200},
@@ -564,5 +585,47 @@ func TestTimeouts(t *testing.T) {
 				t.Errorf("storage saw deadline %v after the request started, want about 1ms", deadline.Sub(start))
 			}
 		})
+	}
+}
+
+// TestRuntimeInfo checks /api/v1/status/runtimeinfo has Prometheus'
+// fields, and the values strata knows.
+func TestRuntimeInfo(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	h := newTestAPI(fixture(), func(o *Options) {
+		o.StartTime = start
+		o.StorageRetention = "15d or 1GiB"
+	})
+	rec := do(h, http.MethodGet, "/api/v1/status/runtimeinfo", "")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var resp struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range resp.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// Prometheus 3.14's RuntimeInfo, field for field.
+	want := []string{"CWD", "GODEBUG", "GOGC", "GOMAXPROCS", "GOMEMLIMIT", "corruptionCount", "goroutineCount", "hostname", "lastConfigTime", "reloadConfigSuccess", "serverTime", "startTime", "storageRetention"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("fields %v, want %v", keys, want)
+	}
+	for k, v := range map[string]any{
+		"startTime":           "2026-01-02T03:04:05.0000006Z",
+		"lastConfigTime":      "2026-01-02T03:04:05Z",
+		"serverTime":          "1970-01-01T00:05:00Z",
+		"reloadConfigSuccess": true,
+		"storageRetention":    "15d or 1GiB",
+		"GOMAXPROCS":          float64(runtime.GOMAXPROCS(0)),
+	} {
+		if resp.Data[k] != v {
+			t.Errorf("%s: %v, want %v", k, resp.Data[k], v)
+		}
 	}
 }

@@ -69,6 +69,10 @@ type Config struct {
 	DefaultSubqueryStep time.Duration
 	ParserOptions       parser.Options
 	DelayedNameRemoval  bool
+
+	// Flags are the command line's flags and their values, as
+	// /api/v1/status/flags shows them.
+	Flags map[string]string
 }
 
 // DefaultConfig returns the configuration of a server started without
@@ -98,9 +102,14 @@ func DefaultConfig() Config {
 // onListen, if not nil, is called with the bound address once the server
 // listens (useful with port 0).
 func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
+	start := time.Now()
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	effective, err := effectiveConfig(cfg)
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", cfg.ListenAddress)
 	if err != nil {
@@ -190,6 +199,11 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		Exemplars:     store,
 		TSDBStatus:    tsdbStatus{store},
 		Version:       cfg.Version,
+		Flags:         cfg.Flags,
+		Config:        effective,
+		StartTime:     start,
+
+		StorageRetention: retentionString(cfg.RetentionTime, cfg.RetentionSize),
 	}).Register(apiMux)
 	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))
 

@@ -1,0 +1,121 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"time"
+)
+
+// The status endpoints that describe the server (its flags, its
+// configuration, its runtime) and the endpoints of Prometheus' rule and
+// scrape machinery, which strata does not have: those answer with the
+// empty lists a Prometheus with no targets and no rules answers with, so
+// that Grafana's and Prometheus' UI probes find what they expect. The
+// shapes are Prometheus' (web/api/v1), field for field.
+
+// jsonData is data encoded by encoding/json: for the small, rarely
+// requested status answers, whose shapes are Prometheus' structs.
+type jsonData struct{ v any }
+
+func (d jsonData) appendJSON(dst []byte) ([]byte, error) {
+	b, err := json.Marshal(d.v)
+	return append(dst, b...), err
+}
+
+// runtimeInfo is the data of /api/v1/status/runtimeinfo.
+type runtimeInfo struct {
+	StartTime           time.Time `json:"startTime"`
+	CWD                 string    `json:"CWD"`
+	Hostname            string    `json:"hostname"`
+	ServerTime          time.Time `json:"serverTime"`
+	ReloadConfigSuccess bool      `json:"reloadConfigSuccess"`
+	LastConfigTime      time.Time `json:"lastConfigTime"`
+	CorruptionCount     int64     `json:"corruptionCount"`
+	GoroutineCount      int       `json:"goroutineCount"`
+	GOMAXPROCS          int       `json:"GOMAXPROCS"`
+	GOMEMLIMIT          int64     `json:"GOMEMLIMIT"`
+	GOGC                string    `json:"GOGC"`
+	GODEBUG             string    `json:"GODEBUG"`
+	StorageRetention    string    `json:"storageRetention"`
+}
+
+func (a *API) serveRuntimeInfo(*http.Request) result {
+	cwd, err := os.Getwd()
+	if err != nil {
+		cwd = "<error retrieving current working directory>"
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "<error retrieving hostname>"
+	}
+	// strata reads no configuration file: its configuration is its
+	// flags, loaded once, successfully, at start.
+	return result{data: jsonData{runtimeInfo{
+		StartTime:           a.startTime,
+		CWD:                 cwd,
+		Hostname:            host,
+		ServerTime:          a.now().UTC(),
+		ReloadConfigSuccess: true,
+		LastConfigTime:      a.startTime.Truncate(time.Second), // as Prometheus keeps it
+		GoroutineCount:      runtime.NumGoroutine(),
+		GOMAXPROCS:          runtime.GOMAXPROCS(0),
+		GOMEMLIMIT:          debug.SetMemoryLimit(-1),
+		GOGC:                os.Getenv("GOGC"),
+		GODEBUG:             os.Getenv("GODEBUG"),
+		StorageRetention:    a.storageRetention,
+	}}}
+}
+
+// serveFlags answers /api/v1/status/flags: every flag with its value.
+func (a *API) serveFlags(*http.Request) result {
+	flags := a.flags
+	if flags == nil {
+		flags = map[string]string{}
+	}
+	return result{data: jsonData{flags}}
+}
+
+// serveConfig answers /api/v1/status/config: the configuration in effect,
+// as YAML.
+func (a *API) serveConfig(*http.Request) result {
+	return result{data: jsonData{struct {
+		YAML string `json:"yaml"`
+	}{a.config}}}
+}
+
+// formatQuery answers /api/v1/format_query: the query pretty-printed.
+func (a *API) formatQuery(r *http.Request) result {
+	expr, err := a.parser.ParseExpr(r.FormValue("query"))
+	if err != nil {
+		return errResult(invalidParam("query", err))
+	}
+	return result{data: jsonData{expr.Pretty(0)}}
+}
+
+// emptyAnswer is the data of an endpoint of machinery strata does not
+// have, as Prometheus answers it with none.
+func emptyAnswer(v any) func(*http.Request) result {
+	return func(*http.Request) result { return result{data: jsonData{v}} }
+}
+
+var (
+	noTargets = emptyAnswer(struct {
+		ActiveTargets       []struct{}     `json:"activeTargets"`
+		DroppedTargets      []struct{}     `json:"droppedTargets"`
+		DroppedTargetCounts map[string]int `json:"droppedTargetCounts"`
+	}{[]struct{}{}, []struct{}{}, map[string]int{}})
+	noRules = emptyAnswer(struct {
+		Groups []struct{} `json:"groups"`
+	}{[]struct{}{}})
+	noAlerts = emptyAnswer(struct {
+		Alerts []struct{} `json:"alerts"`
+	}{[]struct{}{}})
+	noAlertmanagers = emptyAnswer(struct {
+		Active  []struct{} `json:"activeAlertmanagers"`
+		Dropped []struct{} `json:"droppedAlertmanagers"`
+	}{[]struct{}{}, []struct{}{}})
+	noTargetMetadata = emptyAnswer([]struct{}{})
+)

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/alecthomas/units"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
+	"go.yaml.in/yaml/v2"
+)
+
+// effectiveConfig is what /api/v1/status/config shows: the parts of
+// Prometheus' configuration file strata honours, with the values its
+// flags gave them, in the file's own shape.
+func effectiveConfig(cfg Config) (string, error) {
+	retention := &config.TSDBRetentionConfig{Time: model.Duration(cfg.RetentionTime), Size: units.Base2Bytes(cfg.RetentionSize)}
+	c := struct {
+		Storage config.StorageConfig `yaml:"storage"`
+		OTLP    config.OTLPConfig    `yaml:"otlp"`
+	}{
+		Storage: config.StorageConfig{
+			TSDBConfig: &config.TSDBConfig{
+				OutOfOrderTimeWindow:     cfg.OutOfOrderWindow.Milliseconds(),
+				OutOfOrderTimeWindowFlag: model.Duration(cfg.OutOfOrderWindow),
+				Retention:                retention,
+			},
+			ExemplarsConfig: &config.ExemplarsConfig{MaxExemplars: int64(cfg.MaxExemplars)},
+		},
+		OTLP: cfg.OTLP.Translation,
+	}
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encode the configuration: %w", err)
+	}
+	return string(b), nil
+}
+
+// retentionString is the retention as Prometheus' runtimeinfo gives it:
+// "15d", "512MiB", "15d or 512MiB", or nothing.
+func retentionString(t time.Duration, size int64) string {
+	switch {
+	case t > 0 && size > 0:
+		return model.Duration(t).String() + " or " + units.Base2Bytes(size).String()
+	case t > 0:
+		return model.Duration(t).String()
+	case size > 0:
+		return units.Base2Bytes(size).String()
+	}
+	return ""
+}
