@@ -149,6 +149,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		{getOnly, "/api/v1/status/flags", a.serveFlags},
 		{getOnly, "/api/v1/status/config", a.serveConfig},
 		{getPost, "/api/v1/format_query", a.formatQuery},
+		{getPost, "/api/v1/parse_query", a.parseQuery},
 		{getOnly, "/api/v1/targets", noTargets},
 		{getOnly, "/api/v1/targets/metadata", noTargetMetadata},
 		{getOnly, "/api/v1/rules", noRules},

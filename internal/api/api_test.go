@@ -377,6 +377,9 @@ func goldenCases() []goldenCase {
 		{name: "format_query", path: "/api/v1/format_query", query: q("query", `sum(rate(x{a="<b>"}[5m]))by(job)`), status: 200},
 		{name: "format_query_post", method: "POST", path: "/api/v1/format_query", form: q("query", "foo/bar"), status: 200},
 		{name: "format_query_bad", path: "/api/v1/format_query", query: q("query", "sum("), status: 400},
+		{name: "parse_query", path: "/api/v1/parse_query", query: q("query", `sum by (job) (rate(http_requests_total{code=~"5..", job!="x"}[5m] offset 1h)) / on(job) group_left(team) -teams @ 1700000000`), status: 200},
+		{name: "parse_query_subquery", method: "POST", path: "/api/v1/parse_query", form: q("query", `max_over_time(histogram_quantile(0.9, foo_bucket)[1h:30s] @ end()) > bool 2.5`), status: 200},
+		{name: "parse_query_bad", path: "/api/v1/parse_query", query: q("query", "sum("), status: 400},
 		{name: "targets", path: "/api/v1/targets", status: 200},
 		{name: "targets_metadata", path: "/api/v1/targets/metadata", status: 200},
 		{name: "rules", path: "/api/v1/rules", status: 200},
@@ -628,4 +631,27 @@ func TestRuntimeInfo(t *testing.T) {
 			t.Errorf("%s: %v, want %v", k, resp.Data[k], v)
 		}
 	}
+}
+
+// FuzzParseQuery sends arbitrary queries to /api/v1/parse_query: a query
+// the parser takes gets its tree as JSON, any other a 400, never a panic.
+//
+//	go test ./internal/api -run NONE -fuzz FuzzParseQuery -fuzztime 1m
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{`sum by (job) (rate(x[5m] offset 1h))`, `a + on(b) group_left(c) -d @ start()`, `foo[5m:30s]`, `"s"`, `{"utf8.name"}`} {
+		f.Add(s)
+	}
+	h := newTestAPI(fixture(), func(o *Options) {
+		o.Parser = parser.NewParser(parser.Options{EnableExperimentalFunctions: true, ExperimentalDurationExpr: true, EnableExtendedRangeSelectors: true, EnableBinopFillModifiers: true})
+	})
+	f.Fuzz(func(t *testing.T, query string) {
+		rec := do(h, http.MethodPost, "/api/v1/parse_query", q("query", query))
+		switch {
+		case rec.Code == http.StatusBadRequest:
+		case rec.Code != http.StatusOK:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		case !json.Valid(rec.Body.Bytes()) || strings.Contains(rec.Body.String(), `"data":null`):
+			t.Fatalf("answer %s", rec.Body)
+		}
+	})
 }
