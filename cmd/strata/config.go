@@ -46,6 +46,10 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", lim.MaxLabelNameLength, "longest label name in bytes; 0 for no limit")
 	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
 	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders, remote-write samples and OTLP data points together; requests over it get 429 (OTLP/gRPC: RESOURCE_EXHAUSTED with RetryInfo) and are retried; 0 for no limit")
+	rr := &sc.RemoteRead
+	fs.IntVar(&rr.MaxSamples, "remote-read.sample-limit", rr.MaxSamples, "most samples a sampled remote-read response may hold; 0 for no limit (streamed responses are bounded by the frame size)")
+	fs.IntVar(&rr.MaxConcurrent, "remote-read.concurrent-limit", rr.MaxConcurrent, "most remote-read requests served at once; more wait")
+	fs.IntVar(&rr.MaxBytesInFrame, "remote-read.max-bytes-in-frame", rr.MaxBytesInFrame, "largest frame of a streamed remote-read response, in bytes")
 	ot := &sc.OTLP.Translation
 	// Not DefaultConfig's: a server run in-process (tests, the bench
 	// tool) should not take OTLP's port unless asked to.
@@ -137,6 +141,12 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--storage.block-duration %s is below the minimum of 1m", model.Duration(sc.BlockDuration))
 	case sc.MaxBlockDuration != 0 && sc.MaxBlockDuration < sc.BlockDuration:
 		return cfg, fmt.Errorf("--storage.max-block-duration %s is below --storage.block-duration %s", model.Duration(sc.MaxBlockDuration), model.Duration(sc.BlockDuration))
+	case rr.MaxSamples < 0:
+		return cfg, fmt.Errorf("--remote-read.sample-limit must not be negative")
+	case rr.MaxConcurrent <= 0:
+		return cfg, fmt.Errorf("--remote-read.concurrent-limit must be positive")
+	case rr.MaxBytesInFrame <= 0:
+		return cfg, fmt.Errorf("--remote-read.max-bytes-in-frame must be positive")
 	case sc.MaxSeries < 0:
 		return cfg, fmt.Errorf("--storage.max-series must not be negative")
 	case sc.MaxExemplars < 0:

@@ -159,6 +159,13 @@ func (w *statusWriter) WriteHeader(code int) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// Flush sends what is buffered, for handlers that stream (streamed
+// remote-read) and test for http.Flusher rather than use a
+// ResponseController.
+func (w *statusWriter) Flush() {
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
 // grpcMetrics times gRPC calls by method and status code.
 func grpcMetrics(reg prometheus.Registerer) grpc.UnaryServerInterceptor {
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{

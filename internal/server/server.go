@@ -70,6 +70,9 @@ type Config struct {
 	ParserOptions       parser.Options
 	DelayedNameRemoval  bool
 
+	// RemoteRead bounds the remote-read endpoint.
+	RemoteRead RemoteReadLimits
+
 	// Flags are the command line's flags and their values, as
 	// /api/v1/status/flags shows them.
 	Flags map[string]string
@@ -94,6 +97,7 @@ func DefaultConfig() Config {
 		QueryTimeout:        2 * time.Minute,
 		QueryMaxSamples:     50000000,
 		DefaultSubqueryStep: time.Minute,
+		RemoteRead:          DefaultRemoteReadLimits(),
 	}
 }
 
@@ -206,6 +210,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		StorageRetention: retentionString(cfg.RetentionTime, cfg.RetentionSize),
 	}).Register(apiMux)
 	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))
+	mux.Handle("POST /api/v1/read", httpMetrics.wrap("remote-read", newRemoteReadHandler(logger.With("component", "remote-read"), store, cfg.RemoteRead)))
 
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "strata is healthy.")

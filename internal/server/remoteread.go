@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage/remote"
+)
+
+// RemoteReadLimits bound remote-read, as Prometheus' own
+// --storage.remote.read-* flags do.
+type RemoteReadLimits struct {
+	// MaxSamples a sampled response may hold; more is an error (0: no
+	// limit). Streamed responses are bounded by the frame size instead.
+	MaxSamples int
+	// MaxConcurrent requests served at once; more wait.
+	MaxConcurrent int
+	// MaxBytesInFrame of a streamed response: a series' chunks are sent
+	// in frames up to this size.
+	MaxBytesInFrame int
+}
+
+// DefaultRemoteReadLimits are Prometheus' defaults.
+func DefaultRemoteReadLimits() RemoteReadLimits {
+	return RemoteReadLimits{MaxSamples: 5e7, MaxConcurrent: 10, MaxBytesInFrame: 1 << 20}
+}
+
+// newRemoteReadHandler serves Prometheus' remote-read protocol from q
+// with Prometheus' own handler: sampled responses, and streamed ones of
+// XOR and histogram chunks in Prometheus' encodings, negotiated by the
+// request's accepted_response_types. strata's chunks are not Prometheus'
+// on the wire, so the series are encoded into Prometheus' chunks as they
+// are sent (chunkQueryable).
+func newRemoteReadHandler(logger *slog.Logger, q storage.Queryable, lim RemoteReadLimits) http.Handler {
+	noConfig := func() config.Config { return config.Config{} } // no external labels
+	return remote.NewReadHandler(logger, nil, chunkQueryable{q}, noConfig, lim.MaxSamples, lim.MaxConcurrent, lim.MaxBytesInFrame)
+}
+
+// chunkQueryable adds to a Queryable the chunk querier of streamed
+// remote-read: its series encoded into Prometheus' chunks.
+type chunkQueryable struct{ storage.Queryable }
+
+func (c chunkQueryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
+	q, err := c.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return chunkQuerier{q}, nil
+}
+
+type chunkQuerier struct{ storage.Querier }
+
+func (q chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
+	return storage.NewSeriesSetToChunkSet(q.Querier.Select(ctx, sortSeries, hints, ms...))
+}
