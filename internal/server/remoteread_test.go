@@ -24,6 +24,13 @@ import (
 // until the test ends, and returns its base URL.
 func startServer(t *testing.T, tweak func(*Config)) string {
 	t.Helper()
+	return startServerWith(t, "http", http.DefaultClient, nil, tweak)
+}
+
+// startServerWith is startServer for a server reached over scheme with
+// client, its requests given auth.
+func startServerWith(t *testing.T, scheme string, client *http.Client, auth func(*http.Request), tweak func(*Config)) string {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ListenAddress = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
@@ -37,7 +44,7 @@ func startServer(t *testing.T, tweak func(*Config)) string {
 	var base string
 	select {
 	case a := <-addr:
-		base = "http://" + a.String()
+		base = scheme + "://" + a.String()
 	case err := <-done:
 		t.Fatalf("server: %v", err)
 	}
@@ -48,7 +55,11 @@ func startServer(t *testing.T, tweak func(*Config)) string {
 		}
 	})
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(base + "/-/ready")
+		req, _ := http.NewRequest(http.MethodGet, base+"/-/ready", nil)
+		if auth != nil {
+			auth(req)
+		}
+		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -56,7 +67,7 @@ func startServer(t *testing.T, tweak func(*Config)) string {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("server not ready")
+			t.Fatalf("server not ready: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

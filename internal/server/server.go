@@ -11,11 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"google.golang.org/grpc"
@@ -72,6 +74,10 @@ type Config struct {
 
 	// RemoteRead bounds the remote-read endpoint.
 	RemoteRead RemoteReadLimits
+	// WebConfigFile is a web configuration file in Prometheus' format
+	// (TLS, client certificates, basic auth users), applied to HTTP and
+	// OTLP/gRPC; empty: plain HTTP, no authentication.
+	WebConfigFile string
 
 	// Flags are the command line's flags and their values, as
 	// /api/v1/status/flags shows them.
@@ -114,6 +120,16 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	effective, err := effectiveConfig(cfg)
 	if err != nil {
 		return err
+	}
+	var grpcOpts []grpc.ServerOption
+	if cfg.WebConfigFile != "" {
+		wc, err := loadWebConfig(cfg.WebConfigFile)
+		if err != nil {
+			return err
+		}
+		if grpcOpts, err = grpcWebOptions(wc, filepath.Dir(cfg.WebConfigFile)); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.ListenAddress)
 	if err != nil {
@@ -237,10 +253,12 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 2) // HTTP and gRPC
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		serveErr <- web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &cfg.WebConfigFile}, logger.With("component", "web"))
+	}()
 	var grpcSrv *grpc.Server
 	if grpcLn != nil {
-		grpcSrv = otlpReceiver.GRPCServer(grpc.UnaryInterceptor(grpcMetrics(reg)))
+		grpcSrv = otlpReceiver.GRPCServer(append(grpcOpts, grpc.UnaryInterceptor(grpcMetrics(reg)))...)
 		go func() {
 			if err := grpcSrv.Serve(grpcLn); err != nil {
 				serveErr <- fmt.Errorf("OTLP/gRPC: %w", err)

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v2"
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// TLS and basic authentication come from a web configuration file in
+// Prometheus' format (--web.config.file). HTTP is served through
+// Prometheus' exporter-toolkit, which reads the file again for every
+// connection (certificates) and request (users), as Prometheus does.
+// OTLP/gRPC gets the same TLS settings and users, read once at start.
+
+// loadWebConfig reads and checks the web configuration file.
+func loadWebConfig(path string) (*web.Config, error) {
+	if err := web.Validate(path); err != nil {
+		return nil, fmt.Errorf("web configuration %s: %w", path, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("web configuration: %w", err)
+	}
+	c := &web.Config{}
+	if err := yaml.UnmarshalStrict(b, c); err != nil {
+		return nil, fmt.Errorf("web configuration %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// grpcWebOptions are the gRPC server options that apply c: TLS credentials
+// if it has a certificate, and a check of basic auth users if it has any.
+// Relative file names in it are relative to dir, the file's directory.
+func grpcWebOptions(c *web.Config, dir string) ([]grpc.ServerOption, error) {
+	var opts []grpc.ServerOption
+	if c.TLSConfig.TLSCertPath != "" || c.TLSConfig.TLSCert != "" {
+		c.TLSConfig.SetDirectory(dir)
+		tc, err := web.ConfigToTLSConfig(&c.TLSConfig)
+		if err != nil {
+			return nil, fmt.Errorf("web configuration: TLS for OTLP/gRPC: %w", err)
+		}
+		tc.NextProtos = []string{"h2"}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	if len(c.Users) > 0 {
+		users := map[string][]byte{}
+		for u, h := range c.Users {
+			users[u] = []byte(h)
+		}
+		opts = append(opts, grpc.ChainUnaryInterceptor(basicAuth(users)))
+	}
+	return opts, nil
+}
+
+// basicAuth refuses calls without the basic auth credentials of one of
+// users (bcrypt hashes), as the HTTP endpoints do. Credentials found good
+// are remembered (by a hash), as exporter-toolkit does for HTTP: bcrypt
+// is made to be slow, and a sender sends the same ones with every call.
+func basicAuth(users map[string][]byte) grpc.UnaryServerInterceptor {
+	var (
+		mu   sync.Mutex
+		good = map[[32]byte]bool{}
+	)
+	check := func(user, pass string) bool {
+		hash, known := users[user]
+		if !known {
+			return false
+		}
+		key := sha256.Sum256([]byte(user + "\x00" + pass))
+		mu.Lock()
+		ok := good[key]
+		mu.Unlock()
+		if ok {
+			return true
+		}
+		if bcrypt.CompareHashAndPassword(hash, []byte(pass)) != nil {
+			return false
+		}
+		mu.Lock()
+		if len(good) >= maxGoodCredentials {
+			clear(good)
+		}
+		good[key] = true
+		mu.Unlock()
+		return true
+	}
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !authorized(ctx, check) {
+			return nil, status.Error(codes.Unauthenticated, "basic auth credentials required")
+		}
+		return handler(ctx, req)
+	}
+}
+
+// maxGoodCredentials bounds the credentials remembered: a few per user
+// is what senders use; more is someone trying passwords.
+const maxGoodCredentials = 256
+
+// authorized reports whether the call carries basic auth credentials
+// check takes.
+func authorized(ctx context.Context, check func(user, pass string) bool) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		enc, ok := strings.CutPrefix(v, "Basic ")
+		if !ok {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			continue
+		}
+		if user, pass, ok := strings.Cut(string(b), ":"); ok && check(user, pass) {
+			return true
+		}
+	}
+	return false
+}
