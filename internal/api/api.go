@@ -164,6 +164,10 @@ func (a *API) Register(mux *http.ServeMux) {
 			mux.Handle(m+" "+e.path, h)
 		}
 	}
+	// Export streams its answer rather than build a JSON envelope.
+	for _, m := range getPost {
+		mux.Handle(m+" /api/v1/export", http.HandlerFunc(a.serveExport))
+	}
 }
 
 var (

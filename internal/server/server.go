@@ -25,6 +25,7 @@ import (
 	"github.com/strata-db/strata/internal/api"
 	"github.com/strata-db/strata/internal/db"
 	"github.com/strata-db/strata/internal/ingest"
+	"github.com/strata-db/strata/internal/ingest/importer"
 	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
 	"github.com/strata-db/strata/internal/wal"
@@ -188,6 +189,13 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	limiter := ingest.NewRateLimiter(cfg.RemoteWriteLimits.MaxSamplesPerSecond)
 	rwOpts.RateLimiter = limiter
 	mux.Handle("POST /api/v1/write", httpMetrics.wrap("write", remotewrite.NewHandler(store, rwOpts)))
+	impOpts := importer.DefaultOptions()
+	impOpts.Limits = cfg.RemoteWriteLimits
+	impOpts.RateLimiter = limiter
+	impOpts.Metrics = ingestMetrics.ForReceiver("import")
+	imp := importer.New(store, impOpts)
+	mux.Handle("POST /api/v1/import", httpMetrics.wrap("import", imp.JSONLines()))
+	mux.Handle("POST /api/v1/import/prometheus", httpMetrics.wrap("import", imp.Text()))
 	otlpOpts := cfg.OTLP
 	otlpOpts.LookbackDelta = cfg.LookbackDelta
 	otlpOpts.Logger = logger.With("component", "otlp")

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -61,4 +63,19 @@ func (l *Limits) checkCount(n int) error {
 		return fmt.Errorf("%w: series has %d labels, the limit is %d (--remote-write.max-labels-per-series)", errLimit, n, l.MaxLabelsPerSeries)
 	}
 	return nil
+}
+
+// CheckSeries checks a whole label set against the limits, for receivers
+// that build label sets their own way (import).
+func (l *Limits) CheckSeries(lset labels.Labels) error {
+	if err := l.checkCount(lset.Len()); err != nil {
+		return err
+	}
+	var err error
+	lset.Range(func(lb labels.Label) {
+		if err == nil {
+			err = l.checkLabel(lb.Name, lb.Value)
+		}
+	})
+	return err
 }

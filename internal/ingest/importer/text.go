@@ -1,0 +1,77 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/model/timestamp"
+)
+
+// Text serves /api/v1/import/prometheus: Prometheus' text exposition
+// format, read by Prometheus' own parser. A sample without a timestamp
+// gets the request's `timestamp` parameter (milliseconds, as
+// VictoriaMetrics takes it) or the time the request arrived. # HELP and
+// # TYPE lines are read and otherwise ignored.
+func (h *Handler) Text() http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		def := timestamp.FromTime(time.Now())
+		if s := r.URL.Query().Get("timestamp"); s != "" {
+			var err error
+			if def, err = parseMillis(s); err != nil {
+				http.Error(rw, fmt.Sprintf("invalid parameter \"timestamp\": %v", err), http.StatusBadRequest)
+				return
+			}
+		}
+		h.serve(textLineParser(def)).ServeHTTP(rw, r)
+	})
+}
+
+func parseMillis(s string) (int64, error) {
+	var ms int64
+	if _, err := fmt.Sscan(s, &ms); err != nil {
+		return 0, fmt.Errorf("%q is not a time in milliseconds", s)
+	}
+	return ms, nil
+}
+
+// textLineParser reads a line of the exposition format; def is the time
+// of samples without one. Each line is parsed alone, so that a problem
+// is named by its line.
+func textLineParser(def int64) lineParser {
+	st := labels.NewSymbolTable()
+	var lset labels.Labels
+	buf := make([]byte, 0, 256)
+	return func(w *writer, line []byte) error {
+		buf = append(append(buf[:0], line...), '\n')
+		p := textparse.NewPromParser(buf, st, false)
+		for {
+			e, err := p.Next()
+			switch {
+			case errors.Is(err, io.EOF):
+				return nil
+			case err != nil:
+				return err
+			}
+			if e != textparse.EntrySeries {
+				continue
+			}
+			_, ts, v := p.Series()
+			t := def
+			if ts != nil {
+				t = *ts
+			}
+			p.Labels(&lset)
+			if err := w.series(lset); err != nil {
+				return err
+			}
+			if err := w.append(lset, []int64{t}, []float64{v}); err != nil {
+				return err
+			}
+		}
+	}
+}
