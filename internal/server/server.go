@@ -28,6 +28,7 @@ import (
 	"github.com/strata-db/strata/internal/ingest/importer"
 	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
+	"github.com/strata-db/strata/internal/ui"
 	"github.com/strata-db/strata/internal/wal"
 )
 
@@ -236,6 +237,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))
 	mux.Handle("POST /api/v1/read", httpMetrics.wrap("remote-read", newRemoteReadHandler(logger.With("component", "remote-read"), store, cfg.RemoteRead)))
 
+	webUI := ui.Handler()
+	mux.Handle("GET /{$}", webUI)
+	mux.Handle("GET /static/", webUI)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "strata is healthy.")
 	})
