@@ -102,7 +102,23 @@ func TestUIInBrowser(t *testing.T) {
 	step(chromedp.Navigate(base + "/"))
 	step(chromedp.WaitVisible(chromedp.ID("expr")))
 	title := str(chromedp.Title())
-	step(chromedp.SendKeys(chromedp.ID("expr"), "ui_requests_total"))
+	// Completion: once the page has the names, part of one, then Tab
+	// takes the suggestion.
+	for deadline := time.Now().Add(10 * time.Second); num(`names.metrics.length`) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the page did not load the metric names")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	step(chromedp.SendKeys(chromedp.ID("expr"), "ui_req"))
+	step(chromedp.WaitVisible(chromedp.CSS("#suggest li")))
+	if got := str(chromedp.Text(chromedp.CSS("#suggest li"))); got != "ui_requests_total" {
+		t.Errorf("first suggestion %q, want ui_requests_total", got)
+	}
+	step(chromedp.SendKeys(chromedp.ID("expr"), "\t"))
+	if got := str(chromedp.Evaluate[string](`document.getElementById("expr").value`)); got != "ui_requests_total" {
+		t.Fatalf("after Tab the query is %q", got)
+	}
 	step(chromedp.Click(chromedp.ID("run")))
 	step(chromedp.WaitVisible(chromedp.CSS("#graph .uplot canvas")))
 	toGraph := num(`performance.now()`)
