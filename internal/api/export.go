@@ -51,16 +51,7 @@ func (a *API) serveExport(w http.ResponseWriter, r *http.Request) {
 	defer q.Close()
 	ctx := r.Context()
 	hints := &storage.SelectHints{Start: mint, End: maxt}
-	var set storage.SeriesSet
-	if len(sets) == 1 {
-		set = q.Select(ctx, true, hints, sets[0]...)
-	} else {
-		selected := make([]storage.SeriesSet, 0, len(sets))
-		for _, ms := range sets {
-			selected = append(selected, q.Select(ctx, true, hints, ms...))
-		}
-		set = storage.NewMergeSeriesSet(selected, 0, storage.ChainedSeriesMerge)
-	}
+	set := selectUnion(ctx, q, hints, sets)
 
 	w.Header().Set("Content-Type", "application/stream+json")
 	bw := bufio.NewWriterSize(w, 64<<10)

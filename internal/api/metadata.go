@@ -68,16 +68,7 @@ func (a *API) series(r *http.Request) result {
 		Func:  "series",
 		Limit: hintLimit(limit),
 	}
-	var set storage.SeriesSet
-	if len(sets) == 1 {
-		set = q.Select(ctx, true, hints, sets[0]...)
-	} else {
-		selected := make([]storage.SeriesSet, 0, len(sets))
-		for _, ms := range sets {
-			selected = append(selected, q.Select(ctx, true, hints, ms...))
-		}
-		set = storage.NewMergeSeriesSet(selected, 0, storage.ChainedSeriesMerge)
-	}
+	set := selectUnion(ctx, q, hints, sets)
 
 	out := labelSets{}
 	for n := 1; set.Next(); n++ {
@@ -210,4 +201,17 @@ type stringList []string
 
 func (s stringList) appendJSON(dst []byte) ([]byte, error) {
 	return appendStrings(dst, s), nil
+}
+
+// selectUnion selects, sorted, the union of the series each matcher set
+// selects.
+func selectUnion(ctx context.Context, q storage.Querier, hints *storage.SelectHints, sets [][]*labels.Matcher) storage.SeriesSet {
+	if len(sets) == 1 {
+		return q.Select(ctx, true, hints, sets[0]...)
+	}
+	selected := make([]storage.SeriesSet, 0, len(sets))
+	for _, ms := range sets {
+		selected = append(selected, q.Select(ctx, true, hints, ms...))
+	}
+	return storage.NewMergeSeriesSet(selected, 0, storage.ChainedSeriesMerge)
 }

@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/http"
 	"time"
 
@@ -77,27 +78,37 @@ func (h *Handler) writeDeltas(ctx context.Context, md pmetric.Metrics, wk *work)
 
 // hasDelta reports whether md has a sum or histogram of delta temporality.
 func hasDelta(md pmetric.Metrics) bool {
-	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
-		sms := rms.At(i).ScopeMetrics()
-		for j := range sms.Len() {
-			ms := sms.At(j).Metrics()
-			for k := range ms.Len() {
-				m := ms.At(k)
-				var t pmetric.AggregationTemporality
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					t = m.Sum().AggregationTemporality()
-				case pmetric.MetricTypeHistogram:
-					t = m.Histogram().AggregationTemporality()
-				case pmetric.MetricTypeExponentialHistogram:
-					t = m.ExponentialHistogram().AggregationTemporality()
-				}
-				if t == pmetric.AggregationTemporalityDelta {
-					return true
+	for m := range allMetrics(md) {
+		var t pmetric.AggregationTemporality
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			t = m.Sum().AggregationTemporality()
+		case pmetric.MetricTypeHistogram:
+			t = m.Histogram().AggregationTemporality()
+		case pmetric.MetricTypeExponentialHistogram:
+			t = m.ExponentialHistogram().AggregationTemporality()
+		}
+		if t == pmetric.AggregationTemporalityDelta {
+			return true
+		}
+	}
+	return false
+}
+
+// allMetrics yields every metric of md.
+func allMetrics(md pmetric.Metrics) iter.Seq[pmetric.Metric] {
+	return func(yield func(pmetric.Metric) bool) {
+		rms := md.ResourceMetrics()
+		for i := range rms.Len() {
+			sms := rms.At(i).ScopeMetrics()
+			for j := range sms.Len() {
+				ms := sms.At(j).Metrics()
+				for k := range ms.Len() {
+					if !yield(ms.At(k)) {
+						return
+					}
 				}
 			}
 		}
 	}
-	return false
 }

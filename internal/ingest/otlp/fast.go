@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/model/value"
 	promstorage "github.com/prometheus/prometheus/storage"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc/codes"
@@ -413,25 +414,18 @@ func (f *fastState) deltaHistograms() error {
 
 // spanPoints widens rc's span to the times of md's histogram points.
 func spanPoints(md pmetric.Metrics, rc *resourceCtx) {
-	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
-		sms := rms.At(i).ScopeMetrics()
-		for j := range sms.Len() {
-			ms := sms.At(j).Metrics()
-			for k := range ms.Len() {
-				m := ms.At(k)
-				switch m.Type() {
-				case pmetric.MetricTypeHistogram:
-					for _, p := range m.Histogram().DataPoints().All() {
-						t := uint64(p.Timestamp())
-						rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
-					}
-				case pmetric.MetricTypeExponentialHistogram:
-					for _, p := range m.ExponentialHistogram().DataPoints().All() {
-						t := uint64(p.Timestamp())
-						rc.earliest, rc.latest = min(rc.earliest, t), max(rc.latest, t)
-					}
-				}
+	span := func(t pcommon.Timestamp) {
+		rc.earliest, rc.latest = min(rc.earliest, uint64(t)), max(rc.latest, uint64(t))
+	}
+	for m := range allMetrics(md) {
+		switch m.Type() {
+		case pmetric.MetricTypeHistogram:
+			for _, p := range m.Histogram().DataPoints().All() {
+				span(p.Timestamp())
+			}
+		case pmetric.MetricTypeExponentialHistogram:
+			for _, p := range m.ExponentialHistogram().DataPoints().All() {
+				span(p.Timestamp())
 			}
 		}
 	}
