@@ -165,3 +165,67 @@ func TestUIInBrowser(t *testing.T) {
 	}
 	t.Logf("page transfer %d bytes (API answers %d more); %d-series range query graphed %d ms after navigation (%s)", transfer, answers, series, toGraph, queryInfo)
 }
+
+// TestUIStatusInBrowser opens the Status and Cardinality pages: the
+// store's readiness, the WAL's figures and the flags are shown, and the
+// cardinality tables are filled, with no console error.
+func TestUIStatusInBrowser(t *testing.T) {
+	exe := browser(t)
+	base := startServer(t, func(c *Config) { c.Flags = map[string]string{"listen-address": "127.0.0.1:0"} })
+	remoteWrite(t, base, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "a"}},
+		Samples: []prompb.Sample{{Timestamp: time.Now().UnixMilli(), Value: 1}},
+	}}})
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var problems []string
+	var mu sync.Mutex
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			mu.Lock()
+			problems = append(problems, e.ExceptionDetails.Text)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/#status"),
+		chromedp.WaitVisible(chromedp.CSS("#status-flags tbody tr")),
+		chromedp.WaitVisible(chromedp.CSS("#status-store tbody tr")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("page-status")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ready", "yes", "strata_wal_bytes_written_total", "listen-address", "goroutineCount"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status page lacks %q", want)
+		}
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/#cardinality"),
+		chromedp.WaitVisible(chromedp.CSS("#card-metrics tbody tr")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	card, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("card-metrics")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(card, "up") {
+		t.Errorf("cardinality lists %q, want up", card)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error("exception:", p)
+	}
+}

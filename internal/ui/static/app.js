@@ -295,12 +295,19 @@ async function loadStatus() {
     kv("status-flags", (await api("api/v1/status/flags")).data);
     const ready = await fetch("-/ready");
     const head = (await api("api/v1/status/tsdb", { limit: 1 })).data.headStats || {};
-    kv("status-store", {
+    const store = {
       ready: ready.ok ? "yes" : "no (" + (await ready.text()).trim() + ")",
       "head series": head.numSeries, "head chunks": head.chunkCount,
       "head min time": head.minTime > 0 ? new Date(head.minTime).toISOString() : "",
       "head max time": head.maxTime > 0 ? new Date(head.maxTime).toISOString() : "",
-    });
+    };
+    // The WAL's and the head's own counters, from strata's metrics.
+    const metrics = await (await fetch("metrics")).text();
+    for (const line of metrics.split("\n")) {
+      const m = /^(strata_(?:wal|head)_[a-z_]+) (\S+)$/.exec(line);
+      if (m) store[m[1]] = m[2];
+    }
+    kv("status-store", store);
   } catch (e) {
     kv("status-store", { error: e.message });
   }
