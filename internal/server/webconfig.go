@@ -77,6 +77,9 @@ func basicAuth(users map[string][]byte) grpc.UnaryServerInterceptor {
 	check := func(user, pass string) bool {
 		hash, known := users[user]
 		if !known {
+			// Spend the time a known user costs, so that a caller cannot
+			// tell user names by the time an answer takes.
+			_ = bcrypt.CompareHashAndPassword(unknownUser, []byte(pass))
 			return false
 		}
 		key := sha256.Sum256([]byte(user + "\x00" + pass))
@@ -104,6 +107,10 @@ func basicAuth(users map[string][]byte) grpc.UnaryServerInterceptor {
 		return handler(ctx, req)
 	}
 }
+
+// unknownUser is a bcrypt hash (of a password nobody is given) to compare
+// an unknown user's password with.
+var unknownUser = []byte("$2a$10$QHTv4JeAmeln5Q7mzkIa/Ovc3k/UVPRQ1B96b27iK5jy1aynhdi9q")
 
 // maxGoodCredentials bounds the credentials remembered: a few per user
 // is what senders use; more is someone trying passwords.

@@ -108,7 +108,9 @@ type writer struct {
 	pending int // samples appended since the last commit
 	total   int // samples read
 	line    int
-	rj      ingest.Rejections
+	// batchStart is the first line of the batch not yet committed.
+	batchStart int
+	rj         ingest.Rejections
 	// failed counts lines with a problem.
 	failed int
 	lb     labels.ScratchBuilder
@@ -124,13 +126,14 @@ type errFault struct {
 func (e errFault) Error() string { return e.err.Error() }
 
 // run reads body line by line, and answers: 204 if every line went in,
-// 400 naming the lines that did not, 503 if the store failed (what was
-// committed before stays).
+// 400 naming the lines that did not, 429 at the rate limit and 503 if
+// the store failed, saying from which line on nothing was stored.
 func (w *writer) run(body io.Reader, parse lineParser) (int, string) {
 	sc := bufio.NewScanner(body)
 	// The larger of the buffer's capacity and the limit bounds a line.
 	sc.Buffer(make([]byte, 0, min(64<<10, w.h.opts.MaxLineBytes)), w.h.opts.MaxLineBytes)
-	w.app = w.h.app.Appender(w.r.Context())
+	w.app, w.batchStart = w.h.app.Appender(w.r.Context()), 1
+	defer w.finish()
 	for sc.Scan() {
 		w.line++
 		line := sc.Bytes()
@@ -139,24 +142,30 @@ func (w *writer) run(body io.Reader, parse lineParser) (int, string) {
 		}
 		if err := parse(w, line); err != nil {
 			var fault errFault
-			if errors.As(err, &fault) {
-				_ = w.app.Rollback()
-				return fault.status, fmt.Sprintf("line %d: %v; the lines before it that were committed are stored", w.line, fault.err)
+			if !errors.As(err, &fault) {
+				w.failed++
+				w.rj.Add(0, fmt.Errorf("line %d: %w", w.line, err))
+			} else if fault.status == http.StatusTooManyRequests {
+				// What was read before the line is good: keep it, so
+				// that the sender can go on from the line.
+				if err := w.commit(w.line); err != nil {
+					return w.commitFailed(err)
+				}
+				return fault.status, fmt.Sprintf("line %d: %v; the lines before it are stored", w.line, fault.err)
+			} else {
+				return fault.status, fmt.Sprintf("line %d: %v; lines %d and after were not stored", w.line, fault.err, w.batchStart)
 			}
-			w.failed++
-			w.rj.Add(0, fmt.Errorf("line %d: %w", w.line, err))
 		}
 		if w.pending >= batchSamples {
-			if err := w.commit(); err != nil {
-				return http.StatusServiceUnavailable, fmt.Sprintf("commit: %v", err)
+			if err := w.commit(w.line + 1); err != nil {
+				return w.commitFailed(err)
 			}
 		}
 	}
 	err := sc.Err()
-	if cerr := w.commit(); cerr != nil {
-		return http.StatusServiceUnavailable, fmt.Sprintf("commit: %v", cerr)
+	if cerr := w.commit(w.line + 1); cerr != nil {
+		return w.commitFailed(cerr)
 	}
-	_ = w.app.Rollback() // the last, unused appender
 	switch {
 	case errors.Is(err, bufio.ErrTooLong):
 		return http.StatusBadRequest, fmt.Sprintf("line %d is longer than the limit of %d bytes; it and the lines after it were not read%s", w.line+1, w.h.opts.MaxLineBytes, w.summary())
@@ -168,6 +177,10 @@ func (w *writer) run(body io.Reader, parse lineParser) (int, string) {
 	return http.StatusNoContent, ""
 }
 
+func (w *writer) commitFailed(err error) (int, string) {
+	return http.StatusServiceUnavailable, fmt.Sprintf("store the lines from %d on: %v; the lines before %d are stored", w.batchStart, err, w.batchStart)
+}
+
 // summary says what was refused, after "; ".
 func (w *writer) summary() string {
 	if !w.rj.Any() {
@@ -176,17 +189,28 @@ func (w *writer) summary() string {
 	return "; " + w.rj.Message(w.total, "samples")
 }
 
-// commit commits the batch and starts another.
-func (w *writer) commit() error {
+// commit commits the batch and starts another at line next. An appender
+// is done once committed, whether the commit worked or not.
+func (w *writer) commit(next int) error {
 	if w.pending == 0 {
 		return nil
 	}
-	if err := w.app.Commit(); err != nil {
+	err := w.app.Commit()
+	w.app = nil
+	if err != nil {
 		return err
 	}
-	w.pending = 0
+	w.pending, w.batchStart = 0, next
 	w.app = w.h.app.Appender(w.r.Context())
 	return nil
+}
+
+// finish rolls back the appender of a batch not committed.
+func (w *writer) finish() {
+	if w.app != nil {
+		_ = w.app.Rollback()
+		w.app = nil
+	}
 }
 
 // series checks a label set read from the line.
@@ -212,7 +236,7 @@ func (w *writer) append(lset labels.Labels, ts []int64, vs []float64) error {
 		for errors.Is(err, storage.ErrCompacting) {
 			// The sample's range is being written to a block: once that
 			// is done it is taken. Senders retry; an import waits.
-			if err = w.commit(); err != nil {
+			if err = w.commit(w.line); err != nil {
 				return errFault{http.StatusServiceUnavailable, err}
 			}
 			select {

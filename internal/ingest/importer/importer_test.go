@@ -3,6 +3,7 @@ package importer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 
+	"github.com/strata-db/strata/internal/ingest"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -242,5 +244,75 @@ func TestImportWaitsForCompaction(t *testing.T) {
 	}
 	if got := st.sorted(); len(got) != 3 {
 		t.Errorf("stored %v, want 3 samples", got)
+	}
+}
+
+// TestImportRateLimit stops at the line over the rate limit with a 429,
+// keeping the lines before it.
+func TestImportRateLimit(t *testing.T) {
+	st := &memStore{}
+	opts := DefaultOptions()
+	opts.RateLimiter = ingest.NewRateLimiter(0.001) // a burst of one sample
+	body := `{"metric":{"__name__":"a"},"values":[1],"timestamps":[1000]}
+{"metric":{"__name__":"b"},"values":[1],"timestamps":[1000]}`
+	rec := send(New(st, opts).JSONLines(), "/api/v1/import", body, "")
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "line 2:") {
+		t.Errorf("status %d %q, want a 429 at line 2", rec.Code, rec.Body)
+	}
+	if got := st.sorted(); !slices.Equal(got, []string{`{__name__="a"} 1000 1`}) {
+		t.Errorf("stored %v, want line 1's sample", got)
+	}
+}
+
+// failingCommits is a store whose commits fail; it counts what its
+// appenders are told.
+type failingCommits struct {
+	mu                 sync.Mutex
+	commits, rollbacks int
+	afterCommit        int // Rollbacks of an appender already committed
+}
+
+func (f *failingCommits) Appender(context.Context) storage.Appender { return &failingApp{f: f} }
+
+type failingApp struct {
+	f    *failingCommits
+	done bool
+}
+
+func (a *failingApp) Append(storage.SeriesRef, labels.Labels, storage.Sample) (storage.SeriesRef, error) {
+	return 1, nil
+}
+func (a *failingApp) AppendExemplar(ref storage.SeriesRef, _ labels.Labels, _ exemplar.Exemplar) (storage.SeriesRef, error) {
+	return ref, nil
+}
+func (a *failingApp) SetMetadata(string, storage.Metadata) error { return nil }
+func (a *failingApp) Commit() error {
+	a.f.mu.Lock()
+	defer a.f.mu.Unlock()
+	a.f.commits++
+	a.done = true
+	return errors.New("disk full")
+}
+func (a *failingApp) Rollback() error {
+	a.f.mu.Lock()
+	defer a.f.mu.Unlock()
+	a.f.rollbacks++
+	if a.done {
+		a.f.afterCommit++
+	}
+	return nil
+}
+
+// TestImportCommitFails answers a failed commit with a 503 saying from
+// which line nothing was stored, and never rolls back an appender it
+// committed.
+func TestImportCommitFails(t *testing.T) {
+	st := &failingCommits{}
+	rec := send(New(st, DefaultOptions()).JSONLines(), "/api/v1/import", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[1000]}`, "")
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "from 1 on") {
+		t.Errorf("status %d %q, want a 503 from line 1", rec.Code, rec.Body)
+	}
+	if st.commits != 1 || st.afterCommit != 0 {
+		t.Errorf("%d commits, %d rollbacks after a commit", st.commits, st.afterCommit)
 	}
 }

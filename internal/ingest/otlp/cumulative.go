@@ -37,9 +37,13 @@ type sumID [16]byte
 // sumState is a delta stream's cumulative value. id is immutable; the
 // rest is guarded by mu.
 type sumState struct {
-	id   sumID
-	mu   sync.Mutex
-	acc  sumAcc
+	id  sumID
+	mu  sync.Mutex
+	acc sumAcc
+	// gen counts the points added (less those taken back): an undo
+	// restores the state only if nothing was added since, which a value
+	// cannot tell (NaN is not equal to itself).
+	gen  uint64
 	seen int64 // unix seconds of the last point
 	gone bool  // forgotten: whoever holds it looks the stream up again
 }
@@ -107,8 +111,9 @@ func (a *sumAcc) add(p sumDelta) error {
 // sumUndo is a change to a stream made by a request, to take back if
 // the request is not stored.
 type sumUndo struct {
-	s             *sumState
-	before, after sumAcc
+	s      *sumState
+	before sumAcc
+	gen    uint64 // the state's gen after the change
 }
 
 // deltaSums is the state of every delta sum stream.
@@ -161,12 +166,14 @@ func (d *deltaSums) add(s *sumState, p sumDelta, now int64, undo *[]sumUndo) (su
 	after := s.acc
 	if err == nil {
 		s.seen = now
+		s.gen++
 	}
+	gen := s.gen
 	s.mu.Unlock()
 	if err != nil {
 		return sumAcc{}, s, err
 	}
-	*undo = append(*undo, sumUndo{s, before, after})
+	*undo = append(*undo, sumUndo{s, before, gen})
 	return after, s, nil
 }
 
@@ -180,8 +187,9 @@ func (d *deltaSums) undo(log []sumUndo) {
 	for i := len(log) - 1; i >= 0; i-- {
 		u := &log[i]
 		u.s.mu.Lock()
-		if u.s.acc == u.after {
+		if u.s.gen == u.gen {
 			u.s.acc = u.before
+			u.s.gen--
 		}
 		u.s.mu.Unlock()
 	}

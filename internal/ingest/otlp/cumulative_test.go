@@ -341,3 +341,26 @@ func TestDeltaHistogramsMatchReference(t *testing.T) {
 	p.send(t, encodeProto(t, md))
 	p.send(t, encodeProto(t, with(8, deltaRequest(3800, 3900, 2))))
 }
+
+// TestDeltaUndoNaN takes back a point of a stream whose value is NaN:
+// the retry is added, not dropped as a duplicate.
+func TestDeltaUndoNaN(t *testing.T) {
+	d := newDeltaSums(300, 0, 0)
+	s, err := d.stream(sumID{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var undo []sumUndo
+	double := pmetric.NumberDataPointValueTypeDouble
+	if _, _, err := d.add(s, sumDelta{start: 1, time: 5, f: math.NaN(), kind: double}, 1, &undo); err != nil {
+		t.Fatal(err)
+	}
+	undo = undo[:0]
+	if _, _, err := d.add(s, sumDelta{start: 1, time: 10, f: 1, kind: double}, 1, &undo); err != nil {
+		t.Fatal(err)
+	}
+	d.undo(undo)
+	if _, _, err := d.add(s, sumDelta{start: 1, time: 10, f: 1, kind: double}, 1, &undo); err != nil {
+		t.Errorf("the retry of a point taken back: %v", err)
+	}
+}
