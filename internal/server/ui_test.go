@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,37 +46,7 @@ func TestUIInBrowser(t *testing.T) {
 	}
 	remoteWrite(t, base, req)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-
-	var (
-		mu       sync.Mutex
-		problems []string
-	)
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
-				var args []string
-				for _, a := range e.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, fmt.Sprintf("console %s: %s", e.Type, strings.Join(args, " ")))
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, fmt.Sprintf("exception: %s at %s:%d", e.ExceptionDetails.Text, e.ExceptionDetails.URL, e.ExceptionDetails.LineNumber))
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, problems := openBrowser(t, exe)
 
 	step := func(a chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -158,9 +129,7 @@ func TestUIInBrowser(t *testing.T) {
 	if want := `ui_requests_total{pod="pod-0000"}`; first != want {
 		t.Errorf("first row %q, want %q", first, want)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range problems() {
 		t.Error(p)
 	}
 	t.Logf("page transfer %d bytes (API answers %d more); %d-series range query graphed %d ms after navigation (%s)", transfer, answers, series, toGraph, queryInfo)
@@ -176,24 +145,7 @@ func TestUIStatusInBrowser(t *testing.T) {
 		Labels:  []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "a"}},
 		Samples: []prompb.Sample{{Timestamp: time.Now().UnixMilli(), Value: 1}},
 	}}})
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var problems []string
-	var mu sync.Mutex
-	if err := chromedp.Listen(ctx, func(ev any) {
-		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
-			mu.Lock()
-			problems = append(problems, e.ExceptionDetails.Text)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, problems := openBrowser(t, exe)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/#status"),
 		chromedp.WaitVisible(chromedp.CSS("#status-flags tbody tr")),
@@ -223,9 +175,49 @@ func TestUIStatusInBrowser(t *testing.T) {
 	if !strings.Contains(card, "up") {
 		t.Errorf("cardinality lists %q, want up", card)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
-		t.Error("exception:", p)
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+// openBrowser starts a headless Chromium at exe for the test, and
+// returns its context and what reports the console errors, warnings and
+// uncaught exceptions seen so far.
+func openBrowser(t *testing.T, exe string) (context.Context, func() []string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel)
+	var (
+		mu       sync.Mutex
+		problems []string
+	)
+	err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value))
+				}
+				problems = append(problems, fmt.Sprintf("console %s: %s", e.Type, strings.Join(args, " ")))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, fmt.Sprintf("exception: %s at %s:%d", e.ExceptionDetails.Text, e.ExceptionDetails.URL, e.ExceptionDetails.LineNumber))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(problems)
 	}
 }
