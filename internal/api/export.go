@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -112,18 +111,9 @@ func (a *API) exportFailed(w http.ResponseWriter, bw *bufio.Writer, wrote bool, 
 
 // appendExportLine appends series s's line.
 func appendExportLine(dst []byte, s storage.Series, ts []int64, vs []float64) []byte {
-	dst = append(dst, `{"metric":{`...)
-	first := true
-	s.Labels().Range(func(l labels.Label) {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendString(dst, l.Name)
-		dst = append(dst, ':')
-		dst = appendString(dst, l.Value)
-	})
-	dst = append(dst, `},"values":[`...)
+	dst = append(dst, `{"metric":`...)
+	dst = appendLabels(dst, s.Labels())
+	dst = append(dst, `,"values":[`...)
 	for i, v := range vs {
 		if i > 0 {
 			dst = append(dst, ',')

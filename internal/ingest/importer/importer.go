@@ -13,6 +13,7 @@ package importer
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -114,6 +115,7 @@ type writer struct {
 	// failed counts lines with a problem.
 	failed int
 	lb     labels.ScratchBuilder
+	vs     []float64 // a line's values, reused
 }
 
 // errFault ends the import: a failure of the store's (503), or the rate
@@ -137,7 +139,7 @@ func (w *writer) run(body io.Reader, parse lineParser) (int, string) {
 	for sc.Scan() {
 		w.line++
 		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		if err := parse(w, line); err != nil {

@@ -66,12 +66,8 @@ func specialValue(s string) (float64, error) {
 // parseJSONLine reads a line of JSON lines into w.
 func parseJSONLine(w *writer, line []byte) error {
 	var l jsonLine
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if err := dec.Decode(&l); err != nil {
+	if err := json.Unmarshal(line, &l); err != nil {
 		return fmt.Errorf("cannot parse JSON line: %w", err)
-	}
-	if dec.More() {
-		return errors.New("cannot parse JSON line: more than one value on the line")
 	}
 	switch {
 	case len(l.Metric) == 0:
@@ -92,9 +88,9 @@ func parseJSONLine(w *writer, line []byte) error {
 	if err := w.series(lset); err != nil {
 		return err
 	}
-	vs := make([]float64, len(l.Values))
-	for i, v := range l.Values {
-		vs[i] = float64(v)
+	w.vs = w.vs[:0]
+	for _, v := range l.Values {
+		w.vs = append(w.vs, float64(v))
 	}
-	return w.append(lset, l.Timestamps, vs)
+	return w.append(lset, l.Timestamps, w.vs)
 }

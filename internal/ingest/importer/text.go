@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -32,8 +33,8 @@ func (h *Handler) Text() http.Handler {
 }
 
 func parseMillis(s string) (int64, error) {
-	var ms int64
-	if _, err := fmt.Sscan(s, &ms); err != nil {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
 		return 0, fmt.Errorf("%q is not a time in milliseconds", s)
 	}
 	return ms, nil
@@ -44,7 +45,11 @@ func parseMillis(s string) (int64, error) {
 // is named by its line.
 func textLineParser(def int64) lineParser {
 	st := labels.NewSymbolTable()
-	var lset labels.Labels
+	var (
+		lset labels.Labels
+		t    [1]int64
+		v    [1]float64
+	)
 	buf := make([]byte, 0, 256)
 	return func(w *writer, line []byte) error {
 		buf = append(append(buf[:0], line...), '\n')
@@ -60,16 +65,16 @@ func textLineParser(def int64) lineParser {
 			if e != textparse.EntrySeries {
 				continue
 			}
-			_, ts, v := p.Series()
-			t := def
+			_, ts, val := p.Series()
+			t[0], v[0] = def, val
 			if ts != nil {
-				t = *ts
+				t[0] = *ts
 			}
 			p.Labels(&lset)
 			if err := w.series(lset); err != nil {
 				return err
 			}
-			if err := w.append(lset, []int64{t}, []float64{v}); err != nil {
+			if err := w.append(lset, t[:], v[:]); err != nil {
 				return err
 			}
 		}

@@ -346,7 +346,7 @@ func (f *fastState) convertMetric(metric, data []byte, rc *resourceCtx, sc *scop
 	}
 	if delta {
 		rc.deferred = true
-		f.deferred = append(f.deferred, deferredMetric{metric: metric, res: len(f.late), sc: *sc})
+		f.deferred = append(f.deferred, deferredMetric{md: req.Metrics(), res: len(f.late)})
 		return nil
 	}
 	return f.convert(req.Metrics())
@@ -373,12 +373,11 @@ func (f *fastState) convert(md pmetric.Metrics) error {
 	return nil
 }
 
-// deferredMetric is a histogram of delta temporality in the resource
-// late[res], in scope sc.
+// deferredMetric is a request of one histogram of delta temporality, of
+// the resource late[res].
 type deferredMetric struct {
-	metric []byte
-	res    int
-	sc     scopeCtx
+	md  pmetric.Metrics
+	res int
 }
 
 // deltaHistograms converts the request's histograms of delta temporality
@@ -388,12 +387,7 @@ type deferredMetric struct {
 // resources, over the span of the points the processor kept.
 func (f *fastState) deltaHistograms() error {
 	for _, d := range f.deferred {
-		rc := &f.late[d.res]
-		req := pmetricotlp.NewExportRequest()
-		if err := req.UnmarshalProto(f.assemble(rc.raw, &d.sc, d.metric)); err != nil {
-			return err // it decoded when the request was walked
-		}
-		md := req.Metrics()
+		rc, md := &f.late[d.res], d.md
 		n := md.DataPointCount()
 		f.wk.onFast = true
 		err := f.h.d2c.ConsumeMetrics(context.WithValue(f.ctx, workKey{}, f.wk), md)
