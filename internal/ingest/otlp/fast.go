@@ -522,67 +522,105 @@ type point struct {
 // parsePoint reads a NumberDataPoint. Its attributes are hashed as they
 // are encoded, field by field: senders write them one after another, and
 // then they are hashed in one go.
+//
+// It decodes the fields itself rather than through nextField: a point is
+// a dozen small fields, most of them attributes only skipped here, and
+// the call and the field it returns cost more than the decoding (a third
+// of the fast path's time in a profile at 10k streams).
 func (f *fastState) parsePoint(msg []byte) (point, error) {
 	var (
-		p      point
-		span   []byte // the attribute fields so far, while they are contiguous
-		spanOK = true
+		p point
+		// span holds the attribute fields so far, msg[spanFrom:spanTo],
+		// while they are contiguous; then d has them.
+		spanFrom, spanTo = -1, -1
+		hashing          bool
 	)
 	d := &f.attrs
-	for len(msg) > 0 {
-		fieldStart := msg
-		fld, rest, err := nextField(msg)
-		if err != nil {
-			return p, err
+	for i := 0; i < len(msg); {
+		key, n := uint64(msg[i]), 1
+		if key >= 0x80 {
+			if key, n = binary.Uvarint(msg[i:]); n <= 0 {
+				return p, errWire
+			}
 		}
-		msg = rest
+		num, typ := key>>3, int(key&7)
+		if num == 0 || num > 1<<29-1 {
+			return p, errWire
+		}
+		j := i + n
+		var v uint64
+		end := 0
+		switch typ {
+		case wireFixed64:
+			if len(msg)-j < 8 {
+				return p, errWire
+			}
+			v, end = binary.LittleEndian.Uint64(msg[j:]), j+8
+		case wireBytes:
+			l, m := uvarint(msg[j:])
+			if m <= 0 || l > uint64(len(msg)-j-m) {
+				return p, errWire
+			}
+			end = j + m + int(l)
+		case wireVarint:
+			var m int
+			if v, m = uvarint(msg[j:]); m <= 0 {
+				return p, errWire
+			}
+			end = j + m
+		case wireFixed32:
+			if len(msg)-j < 4 {
+				return p, errWire
+			}
+			end = j + 4
+		default:
+			return p, errWire
+		}
 		want := -1
-		switch fld.num {
+		switch num {
 		case 7:
 			want = wireBytes
-			raw := fieldStart[:len(fieldStart)-len(rest)]
 			switch {
-			case !spanOK:
-				_, _ = d.Write(raw)
-			case span == nil:
-				span = raw
-			case contiguous(span, raw):
-				span = span[:len(span)+len(raw)]
+			case hashing:
+				_, _ = d.Write(msg[i:end])
+			case spanFrom < 0:
+				spanFrom, spanTo = i, end
+			case spanTo == i:
+				spanTo = end
 			default:
 				// Interleaved with other fields: hash field by field.
-				spanOK = false
+				hashing = true
 				d.Reset()
-				_, _ = d.Write(span)
-				_, _ = d.Write(raw)
+				_, _ = d.Write(msg[spanFrom:spanTo])
+				_, _ = d.Write(msg[i:end])
 			}
 		case 2:
-			want, p.start = wireFixed64, fld.v
+			want, p.start = wireFixed64, v
 		case 3:
-			want, p.time = wireFixed64, fld.v
+			want, p.time = wireFixed64, v
 		case 4:
-			want, p.v, p.i, p.kind = wireFixed64, math.Float64frombits(fld.v), 0, pmetric.NumberDataPointValueTypeDouble
+			want, p.v, p.i, p.kind = wireFixed64, math.Float64frombits(v), 0, pmetric.NumberDataPointValueTypeDouble
 		case 6:
-			want, p.v, p.i, p.kind = wireFixed64, float64(int64(fld.v)), int64(fld.v), pmetric.NumberDataPointValueTypeInt
+			want, p.v, p.i, p.kind = wireFixed64, float64(int64(v)), int64(v), pmetric.NumberDataPointValueTypeInt
 		case 8:
-			want, p.flags = wireVarint, fld.v
+			want, p.flags = wireVarint, v
 		case 5:
 			return p, errSlow // exemplars
 		}
-		if want >= 0 && fld.typ != want {
+		if want >= 0 && typ != want {
 			return p, errWire
 		}
+		i = end
 	}
-	if spanOK {
-		p.attrs = xxhash.Sum64(span)
-	} else {
+	switch {
+	case hashing:
 		p.attrs = d.Sum64()
+	case spanFrom < 0:
+		p.attrs = xxhash.Sum64(nil)
+	default:
+		p.attrs = xxhash.Sum64(msg[spanFrom:spanTo])
 	}
 	return p, nil
-}
-
-// contiguous reports whether b starts where a ends in memory.
-func contiguous(a, b []byte) bool {
-	return len(a) > 0 && len(b) > 0 && cap(a) > len(a) && &a[:len(a)+1][len(a)] == &b[0]
 }
 
 // points appends a metric's data points, stopping, as the converter
