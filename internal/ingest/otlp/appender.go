@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
@@ -30,13 +31,25 @@ type appender struct {
 	written int
 	fault   error
 	// family and meta are the metadata last set, so that it is set once
-	// per metric and not once per sample.
+	// per metric and not once per sample; set is what the request set
+	// for each family, so that it is set once per request and not once
+	// per resource that has the metric (a map of a few dozen names
+	// costs less to look in than the store's, shared and locked).
 	family string
 	meta   metadata.Metadata
+	set    map[string]familySet
 	// infoHash and infoRun are the labels of the target_info series
 	// being appended and how many samples it had in a row.
 	infoHash uint64
 	infoRun  int
+}
+
+// familySet is metadata set in a request, and its family's name, which
+// the appender keeps: a name's bytes may be the caller's only for the
+// call.
+type familySet struct {
+	name string
+	meta metadata.Metadata
 }
 
 // maxTargetInfoRun bounds the target_info samples of one resource in a
@@ -52,7 +65,9 @@ var errTargetInfoSpan = fmt.Errorf("the resource's points span too long a time: 
 var _ promstorage.AppenderV2 = (*appender)(nil)
 
 func (a *appender) reset(app storage.Appender, rj *ingest.Rejections) {
-	*a = appender{app: app, rj: rj}
+	set := a.set
+	clear(set)
+	*a = appender{app: app, rj: rj, set: set}
 }
 
 // Append stores one sample of series ls with its exemplars and metadata.
@@ -109,12 +124,22 @@ func (a *appender) setMetadata(opts promstorage.AOptions) error {
 	if name == "" || (name == a.family && opts.Metadata == a.meta) {
 		return nil
 	}
+	// Set already, and last, in this request: the store has it, or the
+	// batch does and the store takes it at commit.
+	if e, ok := a.set[name]; ok && e.meta == opts.Metadata {
+		a.family, a.meta = e.name, e.meta
+		return nil
+	}
 	err := a.app.SetMetadata(name, storage.Metadata{Type: opts.Metadata.Type, Help: opts.Metadata.Help, Unit: opts.Metadata.Unit})
 	if err != nil {
 		a.fault = err
 		return err
 	}
-	a.family, a.meta = name, opts.Metadata
+	if a.set == nil {
+		a.set = map[string]familySet{}
+	}
+	name = strings.Clone(name)
+	a.family, a.meta, a.set[name] = name, opts.Metadata, familySet{name, opts.Metadata}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"time"
+	"unique"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/common/model"
@@ -28,7 +29,9 @@ import (
 // each data point by hashes of what its series' labels are made from:
 // the resource, the scope, the metric's name, unit, description and
 // kind, and the point's attributes, as bytes. A key seen before gives the
-// series' labels and ref at once (a stream); a new one is translated by
+// series' labels and ref at once (a stream), most often without a lookup:
+// it is first looked for where the last request had it (see predictions
+// in fast_cache.go); a new one is translated by
 // the reference path, Prometheus' converter, on a request made of that
 // point alone, and remembered. So labels, names, metadata and target_info
 // are the reference's by construction, and a steady stream of points
@@ -46,7 +49,7 @@ import (
 //
 // Keys are two 64-bit hashes, of the metric and of the point's
 // attributes: two streams would have to collide in both at once to be
-// mistaken for each other. A stream costs about 300 bytes in the cache
+// mistaken for each other. A stream costs about 350 bytes in the cache
 // (most of it its labels), and is forgotten streamTTL after its last
 // point.
 
@@ -262,14 +265,21 @@ func (f *fastState) scopeMetrics(msg []byte, rc *resourceCtx) error {
 	writePart(&d, scope)
 	writePart(&d, url)
 	sc.hash = d.Sum64()
-	if err := f.checkOnce(sc.hash, rc.raw, &sc, nil); err != nil {
+	kn, err := f.checkOnce(sc.hash, rc.raw, &sc, nil)
+	if err != nil {
 		return err
 	}
+	var prev *family // the last metric walked on the fast path
 	return eachBytes(msg, 2, func(metric []byte) error {
 		if err := f.ctx.Err(); err != nil {
 			return err
 		}
-		return f.metric(metric, rc, &sc)
+		fam, err := f.metric(metric, rc, &sc, kn, prev)
+		if fam != nil {
+			followFamily(kn, prev, fam)
+			prev = fam
+		}
+		return err
 	})
 }
 
@@ -425,7 +435,10 @@ func spanPoints(md pmetric.Metrics, rc *resourceCtx) {
 	}
 }
 
-func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
+// metric walks a Metric of scope sc (known as kn), after the metric
+// prev (nil: the first), and returns its family if its points were
+// taken on the fast path.
+func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx, kn *known, prev *family) (*family, error) {
 	mc := metricCtx{metadata: f.metadata[:0]}
 	defer func() { f.metadata = mc.metadata[:0] }()
 	var data []byte
@@ -454,13 +467,13 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch mc.kind {
 	case 0:
-		return errSlow
+		return nil, errSlow
 	case metricHistogram, metricExpHistogram, metricSummary:
-		return f.convertMetric(msg, data, rc, sc)
+		return nil, f.convertMetric(msg, data, rc, sc)
 	}
 	if mc.kind == metricSum {
 		err := eachField(data, func(fld wireField) error {
@@ -477,10 +490,10 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if mc.temporality != temporalityCumulative && (mc.temporality != temporalityDelta || f.h.sums == nil) {
-			return f.convertMetric(msg, data, rc, sc)
+			return nil, f.convertMetric(msg, data, rc, sc)
 		}
 	}
 	var d xxhash.Digest
@@ -498,11 +511,14 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx) error {
 		writePart(&d, md)
 	}
 	mc.hash = d.Sum64()
-	fam := f.h.cache.family(mc.hash)
+	fam := nextFamily(kn, prev, mc.hash)
+	if fam == nil {
+		fam = f.h.cache.family(mc.hash)
+	}
 	if fam == nil {
 		// A metric with a family decoded when it got it.
-		if err := f.checkOnce(mc.hash, rc.raw, sc, f.metricMsg(&mc, nil)); err != nil {
-			return err
+		if _, err := f.checkOnce(mc.hash, rc.raw, sc, f.metricMsg(&mc, nil)); err != nil {
+			return nil, err
 		}
 	}
 	return f.points(data, rc, sc, &mc, fam)
@@ -624,25 +640,27 @@ func (f *fastState) parsePoint(msg []byte) (point, error) {
 }
 
 // points appends a metric's data points, stopping, as the converter
-// does, at the first whose labels cannot be made.
-func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx, fam *family) error {
+// does, at the first whose labels cannot be made. It returns the
+// metric's family (nil if it has none yet: no point made a stream).
+func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metricCtx, fam *family) (*family, error) {
 	c := f.h.cache
 	stopped, ok := false, false
+	var prev *stream // the last point's
 	for m := data; len(m) > 0; {
 		fld, rest, err := nextField(m)
 		if err != nil {
-			return err
+			return fam, err
 		}
 		m = rest
 		if fld.num != 1 {
 			continue
 		}
 		if fld.typ != wireBytes {
-			return errWire
+			return fam, errWire
 		}
 		p, err := f.parsePoint(fld.b)
 		if err != nil {
-			return err
+			return fam, err
 		}
 		f.total++
 		if stopped {
@@ -650,12 +668,15 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 			continue
 		}
 		key := streamKey{mc.hash, p.attrs}
-		s := c.stream(key)
+		s := nextStream(fam, prev, key)
+		if s == nil {
+			s = c.stream(key)
+		}
 		if s == nil || fam == nil {
 			if s, fam, err = f.miss(key, fld.b, rc, sc, mc); err != nil {
 				switch {
 				case errors.Is(err, errWire):
-					return err
+					return fam, err
 				case errors.Is(err, errStreams):
 					f.dropped++
 					continue
@@ -676,11 +697,13 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 				continue
 			}
 		}
+		followStream(fam, prev, s)
+		prev = s
 		rc.earliest, rc.latest = min(rc.earliest, p.time), max(rc.latest, p.time)
 		ref := s.ref.Load()
 		r, _ := f.wk.app.Append(promstorage.SeriesRef(ref), s.lset, int64(start)/1_000_000, int64(p.time)/1_000_000, v, nil, nil, fam.opts)
 		if f.wk.app.fault != nil {
-			return f.wk.app.fault
+			return fam, f.wk.app.fault
 		}
 		if r != 0 && uint64(r) != ref {
 			s.ref.Store(uint64(r))
@@ -692,7 +715,7 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 	if fam != nil && fam.seen.Load() != f.now {
 		fam.seen.Store(f.now)
 	}
-	return nil
+	return fam, nil
 }
 
 // addDelta adds delta p to stream s's state, and returns the start time
@@ -727,7 +750,7 @@ func (f *fastState) miss(key streamKey, pt []byte, rc *resourceCtx, sc *scopeCtx
 	if f.capture.n == 0 {
 		return nil, nil, fmt.Errorf("metric %q: a data point the translation made no sample of", mc.name)
 	}
-	s := &stream{lset: f.capture.lset}
+	s := &stream{key: key, lset: f.capture.lset}
 	if delta {
 		rm := req.Metrics().ResourceMetrics().At(0)
 		sm := rm.ScopeMetrics().At(0)
@@ -740,10 +763,21 @@ func (f *fastState) miss(key streamKey, pt []byte, rc *resourceCtx, sc *scopeCtx
 	}
 	s.seen.Store(f.now)
 	s = f.h.cache.addStream(key, s)
-	fam := &family{opts: f.capture.opts}
+	fam := &family{key: mc.hash, opts: internOptions(f.capture.opts)}
 	fam.seen.Store(f.now)
-	f.h.cache.addFamily(mc.hash, fam)
-	return s, fam, nil
+	return s, f.h.cache.addFamily(mc.hash, fam), nil
+}
+
+// internOptions returns o with its strings interned: a metric's family
+// is kept per resource, and a request of many resources sets the same
+// metadata for each (see appender.setMetadata), so families of one name
+// share its bytes, which stay in the processor's cache.
+func internOptions(o promstorage.AOptions) promstorage.AOptions {
+	o.MetricFamilyName = unique.Make(o.MetricFamilyName).Value()
+	o.Metadata.Type = model.MetricType(unique.Make(string(o.Metadata.Type)).Value())
+	o.Metadata.Help = unique.Make(o.Metadata.Help).Value()
+	o.Metadata.Unit = unique.Make(o.Metadata.Unit).Value()
+	return o
 }
 
 // metricMsg encodes the metric mc with pt as its only data point (none if
@@ -774,16 +808,15 @@ func (f *fastState) metricMsg(mc *metricCtx, pt []byte) []byte {
 // (nil: none) in scope sc of resource res decodes: the fast path does not
 // look into everything a decoder does, and a request the reference
 // refuses must not be taken.
-func (f *fastState) checkOnce(key uint64, res []byte, sc *scopeCtx, metric []byte) error {
+func (f *fastState) checkOnce(key uint64, res []byte, sc *scopeCtx, metric []byte) (*known, error) {
 	c := f.h.cache
-	if c.checked(key, f.now) {
-		return nil
+	if kn := c.checked(key, f.now); kn != nil {
+		return kn, nil
 	}
 	if err := pmetricotlp.NewExportRequest().UnmarshalProto(f.assemble(res, sc, metric)); err != nil {
-		return errWire
+		return nil, errWire
 	}
-	c.check(key, f.now)
-	return nil
+	return c.check(key, f.now), nil
 }
 
 // assemble encodes a request of metric (nil: none) in scope sc (nil: an

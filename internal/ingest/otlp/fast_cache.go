@@ -19,16 +19,28 @@ type streamKey struct{ metric, attrs uint64 }
 // stream of deltas keeps its cumulative state, updated when the state
 // was forgotten and another took its place.
 type stream struct {
+	key  streamKey
 	lset labels.Labels
 	ref  atomic.Uint64
 	seen atomic.Int64 // unix seconds
 	sum  atomic.Pointer[sumState]
+	// next is the stream whose point came after this one's the last
+	// time (see predictions), gone whether the cache has forgotten it.
+	next atomic.Pointer[stream]
+	gone atomic.Bool
 }
 
 // family is a metric's translation: its Prometheus name and metadata.
 type family struct {
+	key  uint64
 	opts promstorage.AOptions
 	seen atomic.Int64
+	// next is the metric that came after this one in its scope the
+	// last time, first the stream of its first point (see predictions),
+	// gone whether the cache has forgotten it.
+	next  atomic.Pointer[family]
+	first atomic.Pointer[stream]
+	gone  atomic.Bool
 }
 
 // resourceInfo is a resource's target_info labels, empty if the
@@ -37,6 +49,77 @@ type resourceInfo struct {
 	lset labels.Labels
 	hash uint64
 	seen atomic.Int64
+}
+
+// known is a scope or a metric found to decode (see checkOnce), when it
+// was last seen, and for a scope the first of its metrics on the fast
+// path the last time.
+type known struct {
+	seen  atomic.Int64
+	first atomic.Pointer[family]
+}
+
+// Predictions. Senders send the same metrics and streams in the same
+// order request after request (a scrape, a Collector's batch, most SDKs;
+// the Go SDK's points come in a map's order), so the metric after a
+// metric, and the stream after a stream, is most often the one that
+// came after it the last time. The fast path looks there first, and
+// checks the key: a hit costs no hash lookup and no lock, a miss the
+// lookup it would have cost and a store to note what came instead. A
+// forgotten entry is never predicted (gone), and forgets its
+// successors, so that a chain of forgotten entries is not kept alive.
+
+// nextFamily returns the family predicted to come after prev (nil: the
+// scope's first), if its key is key.
+func nextFamily(kn *known, prev *family, key uint64) *family {
+	var fam *family
+	if prev == nil {
+		fam = kn.first.Load()
+	} else {
+		fam = prev.next.Load()
+	}
+	if fam == nil || fam.key != key || fam.gone.Load() {
+		return nil
+	}
+	return fam
+}
+
+// followFamily notes that fam came after prev (nil: first in the scope).
+func followFamily(kn *known, prev, fam *family) {
+	if prev == nil {
+		if kn.first.Load() != fam {
+			kn.first.Store(fam)
+		}
+	} else if prev.next.Load() != fam {
+		prev.next.Store(fam)
+	}
+}
+
+// nextStream returns the stream predicted to come after prev (nil: the
+// family's first), if its key is key.
+func nextStream(fam *family, prev *stream, key streamKey) *stream {
+	var s *stream
+	switch {
+	case prev != nil:
+		s = prev.next.Load()
+	case fam != nil:
+		s = fam.first.Load()
+	}
+	if s == nil || s.key != key || s.gone.Load() {
+		return nil
+	}
+	return s
+}
+
+// followStream notes that s came after prev (nil: first in fam).
+func followStream(fam *family, prev, s *stream) {
+	if prev == nil {
+		if fam.first.Load() != s {
+			fam.first.Store(s)
+		}
+	} else if prev.next.Load() != s {
+		prev.next.Store(s)
+	}
 }
 
 const cacheShards = 64
@@ -49,8 +132,8 @@ type fastCache struct {
 	streams   shardedMap[streamKey, *stream]
 	families  shardedMap[uint64, *family]
 	resources shardedMap[uint64, *resourceInfo]
-	decodes   shardedMap[uint64, *atomic.Int64] // when last seen
-	swept     atomic.Int64                      // unix seconds of the last sweep
+	decodes   shardedMap[uint64, *known]
+	swept     atomic.Int64 // unix seconds of the last sweep
 }
 
 func newFastCache() *fastCache {
@@ -134,22 +217,27 @@ func (c *fastCache) resource(k uint64) *resourceInfo {
 	return r
 }
 
-func (c *fastCache) addFamily(k uint64, f *family)         { c.families.add(k, f) }
+// addFamily and addResource add an entry unless another request did
+// first, and return the one kept.
+func (c *fastCache) addFamily(k uint64, f *family) *family { return c.families.add(k, f) }
 func (c *fastCache) addResource(k uint64, r *resourceInfo) { c.resources.add(k, r) }
 
-// checked reports whether key was found to decode, noting it seen now.
-func (c *fastCache) checked(key uint64, now int64) bool {
-	seen, ok := c.decodes.get(key)
-	if ok && seen.Load() != now {
-		seen.Store(now)
+// checked returns what is known of key if it was found to decode,
+// noting it seen now.
+func (c *fastCache) checked(key uint64, now int64) *known {
+	kn, _ := c.decodes.get(key)
+	if kn != nil && kn.seen.Load() != now {
+		kn.seen.Store(now)
 	}
-	return ok
+	return kn
 }
 
-func (c *fastCache) check(key uint64, now int64) {
-	seen := &atomic.Int64{}
-	seen.Store(now)
-	c.decodes.add(key, seen)
+// check notes that key was found to decode, and returns what is known
+// of it.
+func (c *fastCache) check(key uint64, now int64) *known {
+	kn := &known{}
+	kn.seen.Store(now)
+	return c.decodes.add(key, kn)
 }
 
 // sweep forgets, at most once a minute, what was not seen for streamTTL.
@@ -159,8 +247,29 @@ func (c *fastCache) sweep(now int64) {
 		return
 	}
 	old := now - int64(streamTTL/time.Second)
-	c.streams.deleteIf(func(s *stream) bool { return s.seen.Load() < old })
-	c.families.deleteIf(func(f *family) bool { return f.seen.Load() < old })
+	c.streams.deleteIf(func(s *stream) bool {
+		if s.seen.Load() >= old {
+			return false
+		}
+		s.gone.Store(true)
+		s.next.Store(nil)
+		return true
+	})
+	c.families.deleteIf(func(f *family) bool {
+		if f.seen.Load() >= old {
+			return false
+		}
+		f.gone.Store(true)
+		f.next.Store(nil)
+		f.first.Store(nil)
+		return true
+	})
 	c.resources.deleteIf(func(r *resourceInfo) bool { return r.seen.Load() < old })
-	c.decodes.deleteIf(func(seen *atomic.Int64) bool { return seen.Load() < old })
+	c.decodes.deleteIf(func(kn *known) bool {
+		if kn.seen.Load() >= old {
+			return false
+		}
+		kn.first.Store(nil)
+		return true
+	})
 }

@@ -358,3 +358,99 @@ func TestPointAttributesKey(t *testing.T) {
 		t.Errorf("other attributes make the same key")
 	}
 }
+
+// TestFastPathPredictions sends the same metrics and streams in orders
+// that change from request to request, with streams coming and going:
+// the fast path, which looks first where the last request had them,
+// still stores every point in its own series, as the reference does.
+func TestFastPathPredictions(t *testing.T) {
+	p := newPaths(t, DefaultOptions())
+	for n := range 8 {
+		md := numberRequest(n)
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				reorder(sm.Metrics(), n)
+				for _, m := range sm.Metrics().All() {
+					switch m.Type() {
+					case pmetric.MetricTypeGauge:
+						reorderPoints(m.Gauge().DataPoints(), n)
+					case pmetric.MetricTypeSum:
+						reorderPoints(m.Sum().DataPoints(), n)
+					}
+				}
+			}
+		}
+		p.send(t, encodeProto(t, md))
+	}
+}
+
+// reorder rotates the metrics by n and, on odd n, drops the first.
+func reorder(ms pmetric.MetricSlice, n int) {
+	out := pmetric.NewMetricSlice()
+	for i := range ms.Len() {
+		if i > 0 || n%2 == 0 {
+			ms.At((i + n) % ms.Len()).CopyTo(out.AppendEmpty())
+		}
+	}
+	out.CopyTo(ms)
+}
+
+// reorderPoints reverses the points on odd n and, every third n, adds a
+// stream in the middle.
+func reorderPoints(ps pmetric.NumberDataPointSlice, n int) {
+	if n%2 == 1 {
+		for i, j := 0, ps.Len()-1; i < j; i, j = i+1, j-1 {
+			a, b := pmetric.NewNumberDataPoint(), pmetric.NewNumberDataPoint()
+			ps.At(i).CopyTo(a)
+			ps.At(j).CopyTo(b)
+			b.CopyTo(ps.At(i))
+			a.CopyTo(ps.At(j))
+		}
+	}
+	if n%3 == 0 && ps.Len() > 1 {
+		extra := pmetric.NewNumberDataPointSlice()
+		for i := range ps.Len() {
+			ps.At(i).CopyTo(extra.AppendEmpty())
+			if i == 0 {
+				p := extra.AppendEmpty()
+				ps.At(0).CopyTo(p)
+				p.Attributes().PutStr("new", fmt.Sprint(n))
+			}
+		}
+		extra.CopyTo(ps)
+	}
+}
+
+// TestFastPathForgets checks that a stream and a metric the cache forgets
+// are not predicted any more, and let go of what came after them, so that
+// what the cache forgot is not kept alive by what it keeps.
+func TestFastPathForgets(t *testing.T) {
+	p := newPaths(t, DefaultOptions())
+	p.send(t, encodeProto(t, numberRequest(0)))
+	c := p.fast.cache
+	var old *stream
+	for i := range c.streams.shards {
+		for _, s := range c.streams.shards[i].m {
+			if s.next.Load() != nil {
+				old = s
+			}
+		}
+	}
+	if old == nil {
+		t.Fatal("no stream has a successor")
+	}
+	c.swept.Store(0)
+	c.sweep(time.Now().Unix() + int64(streamTTL/time.Second) + 1)
+	if !old.gone.Load() || old.next.Load() != nil {
+		t.Errorf("forgotten stream: gone %v, successor %p", old.gone.Load(), old.next.Load())
+	}
+	var fam family
+	fam.first.Store(old)
+	if s := nextStream(&fam, nil, old.key); s != nil {
+		t.Error("a forgotten stream was predicted")
+	}
+	p.send(t, encodeProto(t, numberRequest(1)))
+	if s := c.stream(old.key); s == nil || s == old {
+		t.Errorf("after forgetting, the stream is %p, want a new one (the old was %p)", s, old)
+	}
+}
