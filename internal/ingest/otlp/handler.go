@@ -143,8 +143,11 @@ type work struct {
 	app       appender
 	rj        ingest.Rejections
 	body      bytes.Buffer
-	rep       reply // of the conversion behind the delta processor
-	fast      fastState
+	// gz inflates gzipped bodies: made once and reset for each, as
+	// a new one allocates and clears its 32 KiB window and tables.
+	gz   *gzip.Reader
+	rep  reply // of the conversion behind the delta processor
+	fast fastState
 	// undo is what the request added to delta sum streams.
 	undo []sumUndo
 	// onFast says the processor's output goes to the fast path's
@@ -356,15 +359,17 @@ func (h *Handler) readBody(r *http.Request, wk *work) ([]byte, reply, bool) {
 	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
 	case "", "identity":
 	case "gzip":
-		zr, err := gzip.NewReader(src)
-		if err != nil {
+		if wk.gz == nil {
+			wk.gz = new(gzip.Reader)
+		}
+		if err := wk.gz.Reset(src); err != nil {
 			if sent.over {
 				return nil, tooLarge(h.opts.MaxBodyBytes), false
 			}
 			return nil, badRequest("gzip body: %v", err), false
 		}
-		defer zr.Close()
-		inflated.r = zr
+		defer wk.gz.Close()
+		inflated.r = wk.gz
 		src = inflated
 	default:
 		return nil, reply{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument,
