@@ -82,6 +82,7 @@ type fastState struct {
 	buf      [5][]byte
 	capture  capture
 	metadata [][]byte
+	metrics  [][]byte // of the scope being walked
 }
 
 type infoKey struct {
@@ -168,16 +169,6 @@ func single(msg []byte, num int) (out []byte, seen bool, err error) {
 	return out, seen, err
 }
 
-// lastString returns the last length-delimited field num of msg: for a
-// string, the one that counts.
-func lastString(msg []byte, num int) (out []byte, err error) {
-	err = eachBytes(msg, num, func(b []byte) error {
-		out = b
-		return nil
-	})
-	return out, err
-}
-
 // resourceMetrics walks a ResourceMetrics: its scopes' metrics, then the
 // resource's target_info over the span of their points.
 func (f *fastState) resourceMetrics(msg []byte) error {
@@ -249,14 +240,31 @@ type scopeCtx struct {
 	hash           uint64
 }
 
+// scopeMetrics walks a ScopeMetrics: its scope and schema URL, which may
+// come anywhere in it, then its metrics.
 func (f *fastState) scopeMetrics(msg []byte, rc *resourceCtx) error {
-	scope, _, err := single(msg, 1)
-	if err != nil {
-		return err
-	}
-	url, err := lastString(msg, 3)
-	if err != nil {
-		return err
+	var scope, url []byte
+	metrics := f.metrics[:0]
+	defer func() { clear(metrics); f.metrics = metrics[:0] }()
+	for i := 0; i < len(msg); {
+		num, typ, _, lo, next := field(msg, i)
+		switch {
+		case next < 0:
+			return errWire
+		case num < 1 || num > 3:
+		case typ != wireBytes:
+			return errWire
+		case num == 1:
+			if scope != nil {
+				return errSlow // merged by the protobuf rules: the reference's
+			}
+			scope = msg[lo:next]
+		case num == 2:
+			metrics = append(metrics, msg[lo:next])
+		default:
+			url = msg[lo:next] // the last one counts
+		}
+		i = next
 	}
 	sc := scopeCtx{raw: scope, schemaURL: url}
 	var d xxhash.Digest
@@ -270,17 +278,20 @@ func (f *fastState) scopeMetrics(msg []byte, rc *resourceCtx) error {
 		return err
 	}
 	var prev *family // the last metric walked on the fast path
-	return eachBytes(msg, 2, func(metric []byte) error {
+	for _, metric := range metrics {
 		if err := f.ctx.Err(); err != nil {
 			return err
 		}
 		fam, err := f.metric(metric, rc, &sc, kn, prev)
+		if err != nil {
+			return err
+		}
 		if fam != nil {
 			followFamily(kn, prev, fam)
 			prev = fam
 		}
-		return err
-	})
+	}
+	return nil
 }
 
 // metricCtx is the metric being walked: what its points' series are
@@ -442,32 +453,31 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx, kn *known,
 	mc := metricCtx{metadata: f.metadata[:0]}
 	defer func() { f.metadata = mc.metadata[:0] }()
 	var data []byte
-	err := eachField(msg, func(fld wireField) error {
-		switch fld.num {
-		case 1, 2, 3, metricGauge, metricSum, metricHistogram, metricExpHistogram, metricSummary, 12:
-			if fld.typ != wireBytes {
-				return errWire
+	for i := 0; i < len(msg); {
+		num, typ, _, lo, next := field(msg, i)
+		switch {
+		case next < 0:
+			return nil, errWire
+		case typ != wireBytes:
+			switch num {
+			case 1, 2, 3, metricGauge, metricSum, metricHistogram, metricExpHistogram, metricSummary, 12:
+				return nil, errWire
 			}
-		}
-		switch fld.num {
-		case 1:
-			mc.name = fld.b
-		case 2:
-			mc.desc = fld.b
-		case 3:
-			mc.unit = fld.b
-		case metricGauge, metricSum, metricHistogram, metricExpHistogram, metricSummary:
+		case num == 1:
+			mc.name = msg[lo:next]
+		case num == 2:
+			mc.desc = msg[lo:next]
+		case num == 3:
+			mc.unit = msg[lo:next]
+		case num == metricGauge || num == metricSum || num == metricHistogram || num == metricExpHistogram || num == metricSummary:
 			if mc.kind != 0 {
-				return errSlow
+				return nil, errSlow
 			}
-			mc.kind, data = fld.num, fld.b
-		case 12:
-			mc.metadata = append(mc.metadata, fld.b)
+			mc.kind, data = num, msg[lo:next]
+		case num == 12:
+			mc.metadata = append(mc.metadata, msg[lo:next])
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		i = next
 	}
 	switch mc.kind {
 	case 0:
@@ -476,21 +486,21 @@ func (f *fastState) metric(msg []byte, rc *resourceCtx, sc *scopeCtx, kn *known,
 		return nil, f.convertMetric(msg, data, rc, sc)
 	}
 	if mc.kind == metricSum {
-		err := eachField(data, func(fld wireField) error {
+		// The temporality follows the points, as senders encode a Sum.
+		for i := 0; i < len(data); {
+			num, typ, v, _, next := field(data, i)
 			switch {
-			case fld.num != 2 && fld.num != 3:
-				return nil
-			case fld.typ != wireVarint:
-				return errWire
-			case fld.num == 2:
-				mc.temporality = fld.v
+			case next < 0:
+				return nil, errWire
+			case num != 2 && num != 3:
+			case typ != wireVarint:
+				return nil, errWire
+			case num == 2:
+				mc.temporality = v
 			default:
-				mc.monotonic = fld.v != 0
+				mc.monotonic = v != 0
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+			i = next
 		}
 		if mc.temporality != temporalityCumulative && (mc.temporality != temporalityDelta || f.h.sums == nil) {
 			return nil, f.convertMetric(msg, data, rc, sc)
@@ -553,43 +563,8 @@ func (f *fastState) parsePoint(msg []byte) (point, error) {
 	)
 	d := &f.attrs
 	for i := 0; i < len(msg); {
-		key, n := uint64(msg[i]), 1
-		if key >= 0x80 {
-			if key, n = binary.Uvarint(msg[i:]); n <= 0 {
-				return p, errWire
-			}
-		}
-		num, typ := key>>3, int(key&7)
-		if num == 0 || num > 1<<29-1 {
-			return p, errWire
-		}
-		j := i + n
-		var v uint64
-		end := 0
-		switch typ {
-		case wireFixed64:
-			if len(msg)-j < 8 {
-				return p, errWire
-			}
-			v, end = binary.LittleEndian.Uint64(msg[j:]), j+8
-		case wireBytes:
-			l, m := uvarint(msg[j:])
-			if m <= 0 || l > uint64(len(msg)-j-m) {
-				return p, errWire
-			}
-			end = j + m + int(l)
-		case wireVarint:
-			var m int
-			if v, m = uvarint(msg[j:]); m <= 0 {
-				return p, errWire
-			}
-			end = j + m
-		case wireFixed32:
-			if len(msg)-j < 4 {
-				return p, errWire
-			}
-			end = j + 4
-		default:
+		num, typ, v, _, end := field(msg, i)
+		if end < 0 {
 			return p, errWire
 		}
 		want := -1
@@ -646,19 +621,20 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 	c := f.h.cache
 	stopped, ok := false, false
 	var prev *stream // the last point's
-	for m := data; len(m) > 0; {
-		fld, rest, err := nextField(m)
-		if err != nil {
-			return fam, err
-		}
-		m = rest
-		if fld.num != 1 {
+	for i := 0; i < len(data); {
+		num, typ, _, lo, next := field(data, i)
+		switch {
+		case next < 0:
+			return fam, errWire
+		case num != 1:
+			i = next
 			continue
-		}
-		if fld.typ != wireBytes {
+		case typ != wireBytes:
 			return fam, errWire
 		}
-		p, err := f.parsePoint(fld.b)
+		i = next
+		pt := data[lo:next]
+		p, err := f.parsePoint(pt)
 		if err != nil {
 			return fam, err
 		}
@@ -673,7 +649,7 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 			s = c.stream(key)
 		}
 		if s == nil || fam == nil {
-			if s, fam, err = f.miss(key, fld.b, rc, sc, mc); err != nil {
+			if s, fam, err = f.miss(key, pt, rc, sc, mc); err != nil {
 				switch {
 				case errors.Is(err, errWire):
 					return fam, err

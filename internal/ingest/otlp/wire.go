@@ -30,39 +30,61 @@ type wireField struct {
 // nextField reads the field at the start of msg and returns it and the
 // rest of msg.
 func nextField(msg []byte) (wireField, []byte, error) {
-	key, n := uvarint(msg)
-	if n <= 0 || key>>3 == 0 || key>>3 > 1<<29-1 {
+	num, typ, v, lo, next := field(msg, 0)
+	if next < 0 {
 		return wireField{}, nil, errWire
 	}
-	f := wireField{num: int(key >> 3), typ: int(key & 7)}
-	msg = msg[n:]
-	switch f.typ {
-	case wireVarint:
-		if f.v, n = uvarint(msg); n <= 0 {
-			return f, nil, errWire
-		}
-		return f, msg[n:], nil
-	case wireFixed64:
-		if len(msg) < 8 {
-			return f, nil, errWire
-		}
-		f.v = binary.LittleEndian.Uint64(msg)
-		return f, msg[8:], nil
-	case wireFixed32:
-		if len(msg) < 4 {
-			return f, nil, errWire
-		}
-		f.v = uint64(binary.LittleEndian.Uint32(msg))
-		return f, msg[4:], nil
-	case wireBytes:
-		l, n := uvarint(msg)
-		if n <= 0 || l > uint64(len(msg)-n) {
-			return f, nil, errWire
-		}
-		f.b = msg[n : n+int(l)]
-		return f, msg[n+int(l):], nil
+	f := wireField{num: num, typ: typ, v: v}
+	if typ == wireBytes {
+		f.b = msg[lo:next]
 	}
-	return f, nil, errWire
+	return f, msg[next:], nil
+}
+
+// field reads the field at msg[i:]: its number and wire type, v for a
+// varint or fixed-size value, msg[lo:next] the bytes of a
+// length-delimited one. next is where the field after it starts, or -1
+// if msg is malformed at i. It returns integers only, which the
+// register ABI passes in registers: a walk over a point's dozen fields
+// is mostly this function.
+func field(msg []byte, i int) (num, typ int, v uint64, lo, next int) {
+	if i >= len(msg) {
+		return 0, 0, 0, 0, -1
+	}
+	key, n := uint64(msg[i]), 1
+	if key >= 0x80 {
+		if key, n = binary.Uvarint(msg[i:]); n <= 0 {
+			return 0, 0, 0, 0, -1
+		}
+	}
+	if key>>3 == 0 || key>>3 > 1<<29-1 {
+		return 0, 0, 0, 0, -1
+	}
+	num, typ, i = int(key>>3), int(key&7), i+n
+	switch typ {
+	case wireVarint:
+		if v, n = uvarint(msg[i:]); n <= 0 {
+			return 0, 0, 0, 0, -1
+		}
+		return num, typ, v, i, i + n
+	case wireFixed64:
+		if len(msg)-i < 8 {
+			return 0, 0, 0, 0, -1
+		}
+		return num, typ, binary.LittleEndian.Uint64(msg[i:]), i, i + 8
+	case wireFixed32:
+		if len(msg)-i < 4 {
+			return 0, 0, 0, 0, -1
+		}
+		return num, typ, uint64(binary.LittleEndian.Uint32(msg[i:])), i, i + 4
+	case wireBytes:
+		l, n := uvarint(msg[i:])
+		if n <= 0 || l > uint64(len(msg)-i-n) {
+			return 0, 0, 0, 0, -1
+		}
+		return num, typ, 0, i + n, i + n + int(l)
+	}
+	return 0, 0, 0, 0, -1
 }
 
 // uvarint decodes a varint from b, returning the number of bytes read, or
