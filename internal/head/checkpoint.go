@@ -110,33 +110,28 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		return w.Log(buf)
 	}
 	var (
-		series []*memSeries
 		starts []record.RefStartTime
 		chunks []chunkenc.Meta // checkpointEntry's, before copier.copy
 	)
-	for i := range h.series.byRef {
-		series = h.series.collect(i, series[:0])
-		for _, s := range series {
-			starts = s.appendStartTimes(starts)
-			cs := s.checkpointEntry(chunks)
-			chunks = cs.Chunks
-			if cs.Chunks, err = copier.copy(cs.Chunks); err != nil {
+	for s := range h.series.all() {
+		starts = s.appendStartTimes(starts)
+		cs := s.checkpointEntry(chunks)
+		chunks = cs.Chunks
+		if cs.Chunks, err = copier.copy(cs.Chunks); err != nil {
+			w.Close()
+			return 0, err
+		}
+		batch = append(batch, cs)
+		size += int(s.lset.ByteSize())
+		for _, c := range cs.Chunks {
+			size += len(c.Data) + 16
+		}
+		if size >= checkpointRecordBytes {
+			if err := flush(); err != nil {
 				w.Close()
 				return 0, err
 			}
-			batch = append(batch, cs)
-			size += int(s.lset.ByteSize())
-			for _, c := range cs.Chunks {
-				size += len(c.Data) + 16
-			}
-			if size >= checkpointRecordBytes {
-				if err := flush(); err != nil {
-					w.Close()
-					return 0, err
-				}
-			}
 		}
-		clear(series)
 	}
 	if err := flush(); err != nil {
 		w.Close()

@@ -323,11 +323,9 @@ func TestReplayCompactsChunkLists(t *testing.T) {
 	}
 	defer h.Close()
 	assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
-	for i := range h.series.byRef {
-		for _, s := range h.series.byRef[i] {
-			if len(s.chunks) != 5 || cap(s.chunks) != len(s.chunks) {
-				t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", s.lset, len(s.chunks), cap(s.chunks))
-			}
+	for s := range h.series.all() {
+		if len(s.chunks) != 5 || cap(s.chunks) != len(s.chunks) {
+			t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", s.lset, len(s.chunks), cap(s.chunks))
 		}
 	}
 }

@@ -107,16 +107,14 @@ func (ls *listSlab) appendChunk(list []headChunk, c headChunk) []headChunk {
 //
 // It also sets the head's time bounds from what replay restored.
 func (h *Head) compactChunkLists() {
-	for i := range h.series.byRef {
-		for _, s := range h.series.byRef[i] {
-			s.mu.Lock()
-			if len(s.chunks) < cap(s.chunks) {
-				s.chunks = slices.Clone(s.chunks)
-			}
-			if s.maxt != math.MinInt64 {
-				h.widenTimes(s.mint(), s.maxt)
-			}
-			s.mu.Unlock()
+	for s := range h.series.all() {
+		s.mu.Lock()
+		if len(s.chunks) < cap(s.chunks) {
+			s.chunks = slices.Clone(s.chunks)
 		}
+		if s.maxt != math.MinInt64 {
+			h.widenTimes(s.mint(), s.maxt)
+		}
+		s.mu.Unlock()
 	}
 }

@@ -16,10 +16,7 @@ import (
 func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunks []chunkenc.Meta) error) error {
 	reader := h.acquireReader(mint)
 	defer h.releaseReader(reader)
-	var all []*memSeries
-	for i := range h.series.byRef {
-		all = h.series.collect(i, all)
-	}
+	all := slices.Collect(h.series.all())
 	slices.SortFunc(all, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	var chunks []chunkenc.Meta
 	copier := chunkCopier{arena: h.arena}

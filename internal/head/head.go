@@ -435,13 +435,9 @@ func (h *Head) checkCompactable() {
 // order. Series created or removed meanwhile may or may not be yielded.
 func (h *Head) SeriesLabels() iter.Seq[labels.Labels] {
 	return func(yield func(labels.Labels) bool) {
-		var series []*memSeries
-		for i := range h.series.byRef {
-			series = h.series.collect(i, series[:0])
-			for _, s := range series {
-				if !yield(s.lset) {
-					return
-				}
+		for s := range h.series.all() {
+			if !yield(s.lset) {
+				return
 			}
 		}
 	}

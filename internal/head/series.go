@@ -1,6 +1,7 @@
 package head
 
 import (
+	"iter"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -273,14 +274,14 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.
 	return dst, s.startsSnapshot()
 }
 
-// stripeSeries holds all series of the head, findable by ref and by label
-// hash. Both maps are striped so that appenders to different series rarely
-// share a lock: a series is in by-ref stripe ref&mask and in by-hash stripe
-// hash&mask, each guarded by the lock of the same index.
+// stripeSeries holds all series of the head, findable by ref (refs, read
+// without a lock) and by label hash. The hash map is striped so that
+// appenders creating different series rarely share a lock: a series is in
+// by-hash stripe hash&mask, guarded by the lock of the same index.
 type stripeSeries struct {
 	mask   uint64
 	locks  []paddedRWMutex
-	byRef  []map[storage.SeriesRef]*memSeries
+	refs   *refTable
 	byHash []seriesHashMap
 }
 
@@ -294,23 +295,16 @@ func newStripeSeries(stripes int) *stripeSeries {
 	s := &stripeSeries{
 		mask:   uint64(stripes - 1),
 		locks:  make([]paddedRWMutex, stripes),
-		byRef:  make([]map[storage.SeriesRef]*memSeries, stripes),
+		refs:   newRefTable(),
 		byHash: make([]seriesHashMap, stripes),
 	}
-	for i := range s.byRef {
-		s.byRef[i] = map[storage.SeriesRef]*memSeries{}
+	for i := range s.byHash {
 		s.byHash[i] = seriesHashMap{unique: map[uint64]*memSeries{}}
 	}
 	return s
 }
 
-func (s *stripeSeries) getByRef(ref storage.SeriesRef) *memSeries {
-	i := uint64(ref) & s.mask
-	s.locks[i].RLock()
-	ms := s.byRef[i][ref]
-	s.locks[i].RUnlock()
-	return ms
-}
+func (s *stripeSeries) getByRef(ref storage.SeriesRef) *memSeries { return s.refs.get(ref) }
 
 func (s *stripeSeries) getByHash(hash uint64, lset labels.Labels) *memSeries {
 	i := hash & s.mask
@@ -332,11 +326,7 @@ func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, create func() *
 	ms = create()
 	s.byHash[i].set(hash, ms)
 	s.locks[i].Unlock()
-
-	j := uint64(ms.ref) & s.mask
-	s.locks[j].Lock()
-	s.byRef[j][ms.ref] = ms
-	s.locks[j].Unlock()
+	s.refs.add(ms)
 	return ms, true
 }
 
@@ -371,12 +361,6 @@ func (m *seriesHashMap) set(hash uint64, s *memSeries) {
 	m.conflicts[hash] = append(m.conflicts[hash], s)
 }
 
-// collect appends the series of by-ref stripe i to dst and returns it.
-func (s *stripeSeries) collect(i int, dst []*memSeries) []*memSeries {
-	s.locks[i].RLock()
-	for _, ms := range s.byRef[i] {
-		dst = append(dst, ms)
-	}
-	s.locks[i].RUnlock()
-	return dst
-}
+// all yields every series, in no order. Series created or removed
+// meanwhile may or may not be yielded.
+func (s *stripeSeries) all() iter.Seq[*memSeries] { return s.refs.all() }

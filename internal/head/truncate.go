@@ -44,24 +44,19 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 	h.waitForReaders(hi)
 	var (
 		st      TruncateStats
-		series  []*memSeries
 		dropped [][]byte
 		doomed  []*memSeries
 	)
 	before := h.mint.Load()
 	left := int64(math.MaxInt64)
-	for i := range h.series.byRef {
-		series = h.series.collect(i, series[:0])
-		for _, s := range series {
-			var mint int64
-			dropped, mint = s.truncate(lo, hi, dropped)
-			if mint == math.MaxInt64 {
-				doomed = append(doomed, s)
-			}
-			left = min(left, mint)
+	for s := range h.series.all() {
+		var mint int64
+		dropped, mint = s.truncate(lo, hi, dropped)
+		if mint == math.MaxInt64 {
+			doomed = append(doomed, s)
 		}
+		left = min(left, mint)
 	}
-	clear(series)
 	// The oldest sample left; a commit may have lowered mint meanwhile.
 	if !h.mint.CompareAndSwap(before, left) {
 		lower(&h.mint, left)
@@ -232,10 +227,7 @@ func (s *stripeSeries) remove(ms *memSeries) {
 	s.byHash[i].del(hash, ms)
 	s.locks[i].Unlock()
 
-	j := uint64(ms.ref) & s.mask
-	s.locks[j].Lock()
-	delete(s.byRef[j], ms.ref)
-	s.locks[j].Unlock()
+	s.refs.remove(ms)
 }
 
 // del removes s from the map.

@@ -1,0 +1,99 @@
+package head
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// TestRefTable adds and removes series in a random order, growing and
+// shrinking the table, and checks every lookup and the series yielded
+// against a map.
+func TestRefTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tab := newRefTable()
+	want := map[storage.SeriesRef]*memSeries{}
+	next := storage.SeriesRef(1)
+	check := func() {
+		t.Helper()
+		for ref := storage.SeriesRef(1); ref < next+3; ref++ {
+			if got := tab.get(ref); got != want[ref] {
+				t.Fatalf("get(%d) = %p, want %p", ref, got, want[ref])
+			}
+		}
+		n := 0
+		for s := range tab.all() {
+			if want[s.ref] != s {
+				t.Fatalf("all yielded series %d, which is not in the table", s.ref)
+			}
+			n++
+		}
+		if n != len(want) {
+			t.Fatalf("all yielded %d series, want %d", n, len(want))
+		}
+	}
+	for round := range 4 {
+		// Grow to a few thousand, then remove most, in random order.
+		for range 3000 {
+			s := &memSeries{ref: next}
+			next++
+			tab.add(s)
+			want[s.ref] = s
+		}
+		check()
+		for ref, s := range want {
+			if rng.IntN(10) < 9 {
+				tab.remove(s)
+				delete(want, ref)
+			}
+		}
+		tab.remove(&memSeries{ref: next + 1}) // never added: nothing happens
+		check()
+		if size := len(tab.tab.Load().slots); len(want) > 0 && size > 16*len(want)+minRefSlots {
+			t.Errorf("round %d: %d slots for %d series: the table did not shrink", round, size, len(want))
+		}
+	}
+}
+
+// TestRefTableConcurrent looks series up while others are added and
+// removed (run under -race in CI): a series that is in the table all
+// along is always found.
+func TestRefTableConcurrent(t *testing.T) {
+	tab := newRefTable()
+	const stable = 100
+	for ref := range storage.SeriesRef(stable) {
+		tab.add(&memSeries{ref: ref + 1})
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		defer close(stop)
+		for ref := storage.SeriesRef(stable + 1); ref < 20_000; ref++ {
+			s := &memSeries{ref: ref}
+			tab.add(s)
+			if ref%3 != 0 {
+				tab.remove(s)
+			}
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for ref := range storage.SeriesRef(stable) {
+					if s := tab.get(ref + 1); s == nil || s.ref != ref+1 {
+						t.Errorf("series %d not found while others came and went", ref+1)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
