@@ -61,9 +61,14 @@ func newRefSlots(n int) *refSlots {
 	return &refSlots{mask: uint64(n - 1), slots: make([]refSlot, n)}
 }
 
-// refHash spreads refs, which are handed out in order, over the table
-// (a Fibonacci hash).
-func refHash(ref storage.SeriesRef) uint64 { return uint64(ref) * 0x9E3779B97F4A7C15 }
+// refHash spreads refs over the table (a Fibonacci hash) in runs of four:
+// refs are handed out in order, series created together are appended to
+// together, and four slots share a cache line, so that a request's
+// lookups miss on a line for four series instead of one. (Spread one by
+// one, the table's lines were the receiver's most missed at 100k series.)
+func refHash(ref storage.SeriesRef) uint64 {
+	return (uint64(ref)>>2*0x9E3779B97F4A7C15)<<2 | uint64(ref)&3
+}
 
 // get returns the series of ref, or nil.
 func (t *refTable) get(ref storage.SeriesRef) *memSeries {
