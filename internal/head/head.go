@@ -112,6 +112,13 @@ type Head struct {
 	appenders chan *appender
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
+	// creating is held from handing out a series' ref to indexing it, so
+	// that refs reach the index's postings in order and are appended:
+	// two appenders creating series at once added them out of order, and
+	// each insertion below the end copied the whole list (the list of
+	// all series, and of each label value the series share): 3 GB
+	// allocated in 20 s while 100k series were created over OTLP.
+	creating sync.Mutex
 	// appendFloor is the oldest timestamp the head takes in order:
 	// Truncate and Freeze raise it past a range written to a block.
 	// Older samples are late, taken only within the out-of-order window,
@@ -294,6 +301,10 @@ func (h *Head) Stats() Stats {
 // getOrCreate returns the series with labels lset, creating it if needed.
 // A new series gets the next ref, or ref if it is not 0 (replay).
 func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRef) (*memSeries, bool) {
+	if ref == 0 {
+		h.creating.Lock()
+		defer h.creating.Unlock()
+	}
 	s, created := h.series.getOrSet(hash, lset, func() *memSeries {
 		if ref == 0 {
 			ref = storage.SeriesRef(h.lastRef.Add(1))
