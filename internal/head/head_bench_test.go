@@ -139,13 +139,7 @@ func benchmarkAppend(b *testing.B, nseries int, files bool) {
 //
 //	go test ./internal/head -run NONE -bench BenchmarkCreateSeries -benchtime 100x -benchmem -count=6
 func BenchmarkCreateSeries(b *testing.B) {
-	opts := DefaultOptions()
-	opts.WALDir = b.TempDir()
-	h, err := Open(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	h := openBenchHead(b)
 	const appenders, batch = 4, 1000
 	var next atomic.Int64
 	b.ReportAllocs()
@@ -169,4 +163,17 @@ func BenchmarkCreateSeries(b *testing.B) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next.Load()), "ns/series")
+}
+
+// openBenchHead opens a head of the default options, its WAL in a
+// temporary directory, closed when the benchmark ends.
+func openBenchHead(b *testing.B) *Head {
+	opts := DefaultOptions()
+	opts.WALDir = b.TempDir()
+	h, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close() })
+	return h
 }

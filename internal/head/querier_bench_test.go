@@ -16,13 +16,7 @@ import (
 //
 //	go test ./internal/head -run NONE -bench BenchmarkSelect -benchmem -count=6 | benchstat -
 func BenchmarkSelect(b *testing.B) {
-	opts := DefaultOptions()
-	opts.WALDir = b.TempDir()
-	h, err := Open(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	h := openBenchHead(b)
 	const nseries = 10_000
 	lsets := make([]labels.Labels, nseries)
 	for i := range lsets {
