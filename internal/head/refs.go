@@ -76,10 +76,11 @@ func (t *refTable) get(ref storage.SeriesRef) *memSeries {
 	for i := refHash(ref) & tab.mask; ; i = (i + 1) & tab.mask {
 		switch tab.slots[i].ref.Load() {
 		case uint64(ref):
+			// A removed series' slot keeps its ref: a series given the
+			// same ref again (replay) is further on.
 			if s := tab.slots[i].s.Load(); s != removed {
 				return s
 			}
-			return nil
 		case 0:
 			return nil
 		}
@@ -119,7 +120,7 @@ func (t *refTable) remove(s *memSeries) {
 		switch tab.slots[i].ref.Load() {
 		case uint64(s.ref):
 			if tab.slots[i].s.Load() != s {
-				return
+				continue
 			}
 			tab.slots[i].s.Store(removed)
 			t.live--
