@@ -31,22 +31,23 @@ type appender struct {
 	written int
 	fault   error
 	// family and meta are the metadata last set, so that it is set once
-	// per metric and not once per sample; set is what the request set
-	// for each family, so that it is set once per request and not once
-	// per resource that has the metric (a map of a few dozen names
-	// costs less to look in than the store's, shared and locked).
+	// per metric and not once per sample; set is each name and metadata
+	// the request set, to its copy of the name, so that they are set
+	// once per request and not once per resource that has the metric.
+	// The store's appender keeps each of a batch once, so setting one
+	// again in a request changes nothing.
 	family string
 	meta   metadata.Metadata
-	set    map[string]familySet
+	set    map[familySet]string
 	// infoHash and infoRun are the labels of the target_info series
 	// being appended and how many samples it had in a row.
 	infoHash uint64
 	infoRun  int
 }
 
-// familySet is metadata set in a request, and its family's name, which
-// the appender keeps: a name's bytes may be the caller's only for the
-// call.
+// familySet is a family's name and metadata, set in a request. The
+// appender keeps a copy of the name: a name's bytes may be the caller's
+// only for the call.
 type familySet struct {
 	name string
 	meta metadata.Metadata
@@ -75,6 +76,17 @@ func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, st, t int
 	if a.fault != nil {
 		return 0, a.fault
 	}
+	if err := a.setMetadata(opts); err != nil {
+		return 0, err
+	}
+	return a.appendSample(ref, ls, st, t, v, h, fh, opts)
+}
+
+// appendSample is Append without the metadata, which the caller set.
+func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts promstorage.AOptions) (promstorage.SeriesRef, error) {
+	if a.fault != nil {
+		return 0, a.fault
+	}
 	info := opts.MetricFamilyName == targetInfo
 	if info {
 		if hash := ls.Hash(); hash != a.infoHash {
@@ -83,9 +95,6 @@ func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, st, t int
 		if a.infoRun++; a.infoRun > maxTargetInfoRun {
 			return 0, errTargetInfoSpan
 		}
-	}
-	if err := a.setMetadata(opts); err != nil {
-		return 0, err
 	}
 	r, err := a.app.Append(storage.SeriesRef(ref), ls, storage.Sample{T: t, V: v, H: h, FH: fh, ST: st})
 	if err != nil {
@@ -124,10 +133,8 @@ func (a *appender) setMetadata(opts promstorage.AOptions) error {
 	if name == "" || (name == a.family && opts.Metadata == a.meta) {
 		return nil
 	}
-	// Set already, and last, in this request: the store has it, or the
-	// batch does and the store takes it at commit.
-	if e, ok := a.set[name]; ok && e.meta == opts.Metadata {
-		a.family, a.meta = e.name, e.meta
+	if kept, ok := a.set[familySet{name, opts.Metadata}]; ok {
+		a.family, a.meta = kept, opts.Metadata
 		return nil
 	}
 	err := a.app.SetMetadata(name, storage.Metadata{Type: opts.Metadata.Type, Help: opts.Metadata.Help, Unit: opts.Metadata.Unit})
@@ -136,10 +143,10 @@ func (a *appender) setMetadata(opts promstorage.AOptions) error {
 		return err
 	}
 	if a.set == nil {
-		a.set = map[string]familySet{}
+		a.set = map[familySet]string{}
 	}
 	name = strings.Clone(name)
-	a.family, a.meta, a.set[name] = name, opts.Metadata, familySet{name, opts.Metadata}
+	a.family, a.meta, a.set[familySet{name, opts.Metadata}] = name, opts.Metadata, name
 	return nil
 }
 

@@ -62,11 +62,15 @@ const streamTTL = 15 * time.Minute
 
 // fastState is one request's state on the fast path, kept for the next.
 type fastState struct {
-	h     *Handler
-	ctx   context.Context
-	wk    *work
-	now   int64
-	total int // data points
+	h   *Handler
+	ctx context.Context
+	wk  *work
+	now int64
+	// id tells the request from others (see metaSet); infoMeta says it
+	// set target_info's metadata.
+	id       uint64
+	infoMeta bool
+	total    int // data points
 	// dropped counts the deltas not added to their stream.
 	dropped int
 	// deferred are the histograms of delta temporality, converted once
@@ -98,6 +102,7 @@ func (h *Handler) fastWrite(ctx context.Context, body []byte, wk *work) (rep rep
 	wk.begin()
 	f := &wk.fast
 	f.h, f.ctx, f.wk, f.now, f.total, f.dropped = h, ctx, wk, time.Now().Unix(), 0, 0
+	f.id, f.infoMeta = h.cache.requests.Add(1), false
 	if f.seenInfo == nil {
 		f.seenInfo = map[infoKey]struct{}{}
 	}
@@ -677,7 +682,16 @@ func (f *fastState) points(data []byte, rc *resourceCtx, sc *scopeCtx, mc *metri
 		prev = s
 		rc.earliest, rc.latest = min(rc.earliest, p.time), max(rc.latest, p.time)
 		ref := s.ref.Load()
-		r, _ := f.wk.app.Append(promstorage.SeriesRef(ref), s.lset, int64(start)/1_000_000, int64(p.time)/1_000_000, v, nil, nil, fam.opts)
+		if m := fam.meta; m.req.Load() != f.id {
+			if f.wk.app.setMetadata(fam.opts) != nil {
+				return fam, f.wk.app.fault
+			}
+			m.req.Store(f.id)
+			if m.seen.Load() != f.now {
+				m.seen.Store(f.now)
+			}
+		}
+		r, _ := f.wk.app.appendSample(promstorage.SeriesRef(ref), s.lset, int64(start)/1_000_000, int64(p.time)/1_000_000, v, nil, nil, fam.opts)
 		if f.wk.app.fault != nil {
 			return fam, f.wk.app.fault
 		}
@@ -740,6 +754,7 @@ func (f *fastState) miss(key streamKey, pt []byte, rc *resourceCtx, sc *scopeCtx
 	s.seen.Store(f.now)
 	s = f.h.cache.addStream(key, s)
 	fam := &family{key: mc.hash, opts: internOptions(f.capture.opts)}
+	fam.meta = f.h.cache.metaSet(fam.opts, f.now)
 	fam.seen.Store(f.now)
 	return s, f.h.cache.addFamily(mc.hash, fam), nil
 }
@@ -889,7 +904,13 @@ func (f *fastState) infoSample(ri *resourceInfo, t int64) error {
 		return nil
 	}
 	f.seenInfo[k] = struct{}{}
-	if _, err := f.wk.app.Append(0, ri.lset, 0, t, 1, nil, nil, infoOpts); err != nil {
+	if !f.infoMeta {
+		if err := f.wk.app.setMetadata(infoOpts); err != nil {
+			return err
+		}
+		f.infoMeta = true
+	}
+	if _, err := f.wk.app.appendSample(0, ri.lset, 0, t, 1, nil, nil, infoOpts); err != nil {
 		if f.wk.app.fault == nil {
 			f.wk.rj.Add(0, err)
 		}

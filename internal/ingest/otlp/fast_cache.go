@@ -35,6 +35,8 @@ type family struct {
 	key  uint64
 	opts promstorage.AOptions
 	seen atomic.Int64
+	// meta is shared by the families of its name and metadata.
+	meta *metaSet
 	// next is the metric that came after this one in its scope the
 	// last time, first the stream of its first point (see predictions),
 	// gone whether the cache has forgotten it.
@@ -48,6 +50,17 @@ type family struct {
 type resourceInfo struct {
 	lset labels.Labels
 	hash uint64
+	seen atomic.Int64
+}
+
+// metaSet is a name and metadata that families share (a family is kept
+// per resource, and a request of many resources has many families of
+// one name): req is the request (fastState.id) that last set it, so that
+// a request sets it once. Setting it again in a request would change
+// nothing: the store's appender keeps each name and metadata of a batch
+// once (see appender.setMetadata).
+type metaSet struct {
+	req  atomic.Uint64
 	seen atomic.Int64
 }
 
@@ -133,7 +146,9 @@ type fastCache struct {
 	families  shardedMap[uint64, *family]
 	resources shardedMap[uint64, *resourceInfo]
 	decodes   shardedMap[uint64, *known]
-	swept     atomic.Int64 // unix seconds of the last sweep
+	metas     shardedMap[familySet, *metaSet]
+	swept     atomic.Int64  // unix seconds of the last sweep
+	requests  atomic.Uint64 // requests walked, for fastState.id
 }
 
 func newFastCache() *fastCache {
@@ -142,6 +157,7 @@ func newFastCache() *fastCache {
 	c.families.init(func(k uint64) uint64 { return k })
 	c.resources.init(func(k uint64) uint64 { return k })
 	c.decodes.init(func(k uint64) uint64 { return k })
+	c.metas.init(func(k familySet) uint64 { return uint64(len(k.name)) })
 	c.swept.Store(time.Now().Unix())
 	return c
 }
@@ -217,6 +233,14 @@ func (c *fastCache) resource(k uint64) *resourceInfo {
 	return r
 }
 
+// metaSet returns the metadata entry of opts, shared by the families
+// of its name and metadata.
+func (c *fastCache) metaSet(opts promstorage.AOptions, now int64) *metaSet {
+	m := &metaSet{}
+	m.seen.Store(now)
+	return c.metas.add(familySet{opts.MetricFamilyName, opts.Metadata}, m)
+}
+
 // addFamily and addResource add an entry unless another request did
 // first, and return the one kept.
 func (c *fastCache) addFamily(k uint64, f *family) *family { return c.families.add(k, f) }
@@ -265,6 +289,7 @@ func (c *fastCache) sweep(now int64) {
 		return true
 	})
 	c.resources.deleteIf(func(r *resourceInfo) bool { return r.seen.Load() < old })
+	c.metas.deleteIf(func(m *metaSet) bool { return m.seen.Load() < old })
 	c.decodes.deleteIf(func(kn *known) bool {
 		if kn.seen.Load() >= old {
 			return false

@@ -468,3 +468,29 @@ func TestFastPathForgets(t *testing.T) {
 		t.Errorf("after forgetting, no stream of %s", old.lset)
 	}
 }
+
+// TestFastPathMetadata sends a metric under one name with two
+// descriptions in turn, resource after resource: the store is asked for
+// each name and metadata once a request, on both paths, first seen
+// first.
+func TestFastPathMetadata(t *testing.T) {
+	p := newPaths(t, DefaultOptions())
+	for n := range 3 {
+		md := pmetric.NewMetrics()
+		for r, desc := range []string{"a", "b", "a", "b"} {
+			rm := md.ResourceMetrics().AppendEmpty()
+			rm.Resource().Attributes().PutStr("service.name", "svc")
+			rm.Resource().Attributes().PutStr("service.instance.id", fmt.Sprint(r))
+			m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+			m.SetName("temperature")
+			m.SetDescription(desc)
+			pt := m.SetEmptyGauge().DataPoints().AppendEmpty()
+			pt.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Duration(n) * time.Minute)))
+			pt.SetDoubleValue(float64(r))
+		}
+		p.send(t, encodeProto(t, md))
+		if got := strings.Count(strings.Join(p.fastRec.sorted(), "\n"), "# temperature "); got != 2 {
+			t.Errorf("request %d: metadata set %d times, want 2, once for each description", n, got)
+		}
+	}
+}
