@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 )
@@ -157,7 +158,7 @@ func newFastCache() *fastCache {
 	c.families.init(func(k uint64) uint64 { return k })
 	c.resources.init(func(k uint64) uint64 { return k })
 	c.decodes.init(func(k uint64) uint64 { return k })
-	c.metas.init(func(k familySet) uint64 { return uint64(len(k.name)) })
+	c.metas.init(func(k familySet) uint64 { return xxhash.Sum64String(k.name) })
 	c.swept.Store(time.Now().Unix())
 	return c
 }
