@@ -67,3 +67,9 @@ func TestSeriesApply(t *testing.T) {
 		t.Errorf("newest sample (%d, %g), want (60, 4)", s.maxt, s.lastV)
 	}
 }
+
+func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
+	s := &memSeries{}
+	s.init(ref, lset)
+	return s
+}

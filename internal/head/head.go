@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/slab"
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -119,6 +120,8 @@ type Head struct {
 	// all series, and of each label value the series share): 3 GB
 	// allocated in 20 s while 100k series were created over OTLP.
 	creating sync.Mutex
+	// seriesSlab allocates series: see package slab.
+	seriesSlab slab.Slab[memSeries]
 	// appendFloor is the oldest timestamp the head takes in order:
 	// Truncate and Freeze raise it past a range written to a block.
 	// Older samples are late, taken only within the out-of-order window,
@@ -310,7 +313,9 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 			ref = storage.SeriesRef(h.lastRef.Add(1))
 		}
 		// Copy: lset may point into a caller's buffer.
-		return newMemSeries(ref, lset.Copy())
+		s := h.seriesSlab.New()
+		s.init(ref, lset.Copy())
+		return s
 	})
 	if created {
 		h.index.Add(s.ref, s.lset)

@@ -116,8 +116,9 @@ const (
 	seriesGone
 )
 
-func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
-	return &memSeries{ref: ref, lset: lset, maxt: math.MinInt64}
+// init sets up a new zero series.
+func (s *memSeries) init(ref storage.SeriesRef, lset labels.Labels) {
+	s.ref, s.lset, s.maxt = ref, lset, math.MinInt64
 }
 
 // appendable reports whether a float sample at t with value v may follow

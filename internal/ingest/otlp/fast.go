@@ -740,7 +740,7 @@ func (f *fastState) miss(key streamKey, pt []byte, rc *resourceCtx, sc *scopeCtx
 	if f.capture.n == 0 {
 		return nil, nil, fmt.Errorf("metric %q: a data point the translation made no sample of", mc.name)
 	}
-	s := &stream{key: key, lset: f.capture.lset}
+	s := f.h.cache.newStream(key, f.capture.lset)
 	if delta {
 		rm := req.Metrics().ResourceMetrics().At(0)
 		sm := rm.ScopeMetrics().At(0)

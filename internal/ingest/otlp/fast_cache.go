@@ -8,6 +8,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/strata-db/strata/internal/slab"
 )
 
 // streamKey identifies a stream: the hash of its metric (with the scope
@@ -148,8 +150,10 @@ type fastCache struct {
 	resources shardedMap[uint64, *resourceInfo]
 	decodes   shardedMap[uint64, *known]
 	metas     shardedMap[familySet, *metaSet]
-	swept     atomic.Int64  // unix seconds of the last sweep
-	requests  atomic.Uint64 // requests walked, for fastState.id
+	// slab allocates streams: see package slab.
+	slab     slab.Slab[stream]
+	swept    atomic.Int64  // unix seconds of the last sweep
+	requests atomic.Uint64 // requests walked, for fastState.id
 }
 
 func newFastCache() *fastCache {
@@ -223,6 +227,15 @@ func (c *fastCache) stream(k streamKey) *stream {
 // addStream adds s under k unless another request did first, and
 // returns the one kept.
 func (c *fastCache) addStream(k streamKey, s *stream) *stream { return c.streams.add(k, s) }
+
+// newStream returns a new stream, next in memory to the one made before
+// it (see package slab): a request names its new streams in the order the
+// next ones will name them.
+func (c *fastCache) newStream(key streamKey, lset labels.Labels) *stream {
+	s := c.slab.New()
+	s.key, s.lset = key, lset
+	return s
+}
 
 func (c *fastCache) family(k uint64) *family {
 	f, _ := c.families.get(k)

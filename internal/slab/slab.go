@@ -1,0 +1,41 @@
+// Package slab hands out values of one type from arrays of a few KiB, so
+// that values made one after another lie one after another in memory.
+//
+// The receivers create a fleet's series in the order its requests name
+// them and then append to them in that same order, request after request.
+// Allocated one by one, the structs a sample touches were scattered among
+// whatever else was allocated meanwhile, and at 100k series each sample
+// waited on a cache miss for each of them; from a slab they are read in
+// address order, which the processor's prefetcher follows. The cost: a
+// slab stays in memory while any of its values is referenced.
+package slab
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// size is the bytes of a slab: a page, so that one value left alive
+// keeps at most a page of dead neighbours.
+const size = 4096
+
+// Slab hands out new zero values of T. Its zero value is ready to use,
+// and it is safe for concurrent use.
+type Slab[T any] struct {
+	mu   sync.Mutex
+	free []T
+}
+
+// New returns a pointer to a new zero T, next to the one returned before
+// unless that was the last of its slab.
+func (s *Slab[T]) New() *T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.free) == 0 {
+		var zero T
+		s.free = make([]T, max(1, size/unsafe.Sizeof(zero)))
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
+}
