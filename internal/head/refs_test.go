@@ -1,7 +1,9 @@
 package head
 
 import (
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -50,6 +52,7 @@ func TestRefTable(t *testing.T) {
 			}
 		}
 		tab.remove(&memSeries{ref: next + 1}) // never added: nothing happens
+		tab.remove(&memSeries{ref: 1 << 40})  // beyond the directory: the same
 		check()
 		// A ref removed and given to a series again, as replay may.
 		for ref, s := range want {
@@ -60,9 +63,55 @@ func TestRefTable(t *testing.T) {
 			break
 		}
 		check()
-		if size := len(tab.tab.Load().slots); len(want) > 0 && size > 16*len(want)+minRefSlots {
-			t.Errorf("round %d: %d slots for %d series: the table did not shrink", round, size, len(want))
+		// Pages are freed with their last series.
+		pages := map[uint64]bool{}
+		for ref := range want {
+			pages[uint64(ref)>>refPageBits] = true
 		}
+		d := tab.dir.Load()
+		held := 0
+		for i := range d.pages {
+			if d.pages[i].Load() != nil {
+				held++
+			}
+		}
+		if held != len(pages) {
+			t.Errorf("round %d: %d pages held for series on %d", round, held, len(pages))
+		}
+	}
+}
+
+// TestRefTableOrder adds refs out of order, as replay may, below and far
+// above those in the table, and checks that all yields them in order and
+// that the directory drops the pages below the lowest live series.
+func TestRefTableOrder(t *testing.T) {
+	tab := newRefTable()
+	refs := []storage.SeriesRef{5000, 4999, 1 << 20, 3, 70_000, 4998}
+	series := map[storage.SeriesRef]*memSeries{}
+	for _, ref := range refs {
+		series[ref] = &memSeries{ref: ref}
+		tab.add(series[ref])
+	}
+	var got []storage.SeriesRef
+	for s := range tab.all() {
+		got = append(got, s.ref)
+	}
+	want := slices.Sorted(maps.Keys(series))
+	if !slices.Equal(got, want) {
+		t.Fatalf("all yielded %v, want %v", got, want)
+	}
+	for _, ref := range want {
+		if tab.get(ref) != series[ref] {
+			t.Fatalf("get(%d) did not find its series", ref)
+		}
+	}
+	tab.remove(series[3])
+	tab.add(&memSeries{ref: 1 << 22}) // grows the directory
+	if base := tab.dir.Load().base; base != 4998>>refPageBits {
+		t.Errorf("directory starts at page %d, want %d: the lowest live series' page", base, 4998>>refPageBits)
+	}
+	if tab.get(3) != nil || tab.get(5000) != series[5000] {
+		t.Error("lookups wrong after the directory moved")
 	}
 }
 
