@@ -2,9 +2,13 @@ package block
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -20,7 +24,7 @@ import (
 func TestWriteRead(t *testing.T) {
 	dir := t.TempDir()
 	// A small segment size, so that chunks spread over several files.
-	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 9999, SegmentSize: 4096})
+	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 9999, SegmentSize: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +93,79 @@ func readBack(t *testing.T, fs Files, nseries int) {
 	}
 	if n != 100*nseries {
 		t.Errorf("read %d samples, want %d", n, 100*nseries)
+	}
+}
+
+// TestWriterDensifies writes a series of decimal values and one of
+// full-precision noise, and checks that the first's chunks are stored in
+// the decimal encoding and the second's stay XOR, and that both read
+// back bit for bit.
+func TestWriterDensifies(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := map[string]func(int) float64{
+		"decimal": func(j int) float64 { return float64(j*j) / 100 },
+		"noisy":   func(j int) float64 { return math.Sqrt(float64(j)) },
+	}
+	for _, name := range []string{"decimal", "noisy"} {
+		xc := chunkenc.NewXORChunk()
+		for j := range 120 {
+			xc.Append(int64(j*15000), value[name](j))
+		}
+		c := chunkenc.Meta{Data: xc.Bytes(), MinT: 0, MaxT: 119 * 15000, Enc: chunkenc.EncXOR}
+		if err := w.AddSeries(labels.FromStrings("__name__", name), []chunkenc.Meta{c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chunk file holds the decimal series' chunk, then the noisy one's.
+	seg, err := os.ReadFile(filepath.Join(dir, meta.ULID.String(), "chunks", segmentName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var encs []chunkenc.Encoding
+	for rest := seg[len(chunksHeader()):]; len(rest) > 0; {
+		n, k := binary.Uvarint(rest)
+		encs = append(encs, chunkenc.Encoding(rest[k]))
+		rest = rest[k+1+int(n)+4:]
+	}
+	if want := []chunkenc.Encoding{chunkenc.EncDecimal, chunkenc.EncXOR}; !slices.Equal(encs, want) {
+		t.Errorf("chunk encodings %v, want %v", encs, want)
+	}
+	b, err := Open(LocalFiles(filepath.Join(dir, meta.ULID.String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	q, err := b.Querier(0, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+	var it promchunkenc.Iterator
+	for ss.Next() {
+		name := ss.At().Labels().Get("__name__")
+		it = ss.At().Iterator(it)
+		j := 0
+		for ; it.Next() == promchunkenc.ValFloat; j++ {
+			ts, v := it.At()
+			if ts != int64(j*15000) || math.Float64bits(v) != math.Float64bits(value[name](j)) {
+				t.Fatalf("%s sample %d: (%d, %v)", name, j, ts, v)
+			}
+		}
+		if it.Err() != nil || j != 120 {
+			t.Fatalf("%s: %d samples, %v", name, j, it.Err())
+		}
+	}
+	if ss.Err() != nil {
+		t.Fatal(ss.Err())
 	}
 }
 

@@ -57,6 +57,7 @@ type Writer struct {
 
 	metas   []index.ChunkMeta
 	clipped []chunkenc.Meta
+	dense   chunkenc.Densifier
 	last    labels.Labels
 	err     error
 }
@@ -158,7 +159,16 @@ func (w *Writer) addChunk(c chunkenc.Meta) error {
 	if len(c.Data) < 2 {
 		return fmt.Errorf("chunk of %d bytes holds no sample count", len(c.Data))
 	}
-	ref, err := w.chunks.write(c.Enc, c.Data)
+	// The head writes XOR chunks for fast appends; a block is written
+	// once and read many times, so its float chunks take the decimal
+	// encoding where that is smaller.
+	enc, data := c.Enc, c.Data
+	if enc == chunkenc.EncXOR {
+		if d, ok := w.dense.Densify(data); ok {
+			enc, data = chunkenc.EncDecimal, d
+		}
+	}
+	ref, err := w.chunks.write(enc, data)
 	if err != nil {
 		w.err = err
 		return err

@@ -19,6 +19,9 @@ const (
 	EncHistogram
 	// EncFloatHistogram is the float histogram chunk.
 	EncFloatHistogram
+	// EncDecimal is the decimal float chunk, written in blocks in place
+	// of an XOR chunk where it is smaller (see Densifier).
+	EncDecimal
 )
 
 func (e Encoding) String() string {
@@ -31,12 +34,14 @@ func (e Encoding) String() string {
 		return "histogram"
 	case EncFloatHistogram:
 		return "float histogram"
+	case EncDecimal:
+		return "decimal"
 	}
 	return fmt.Sprintf("Encoding(%d)", uint8(e))
 }
 
 // Valid reports whether e is an encoding this package reads.
-func (e Encoding) Valid() bool { return e >= EncXOR && e <= EncFloatHistogram }
+func (e Encoding) Valid() bool { return e >= EncXOR && e <= EncDecimal }
 
 // Chunk is an encoded chunk of one series, whichever its encoding.
 // *XORChunk, *HistogramChunk and *FloatHistogramChunk implement it, and

@@ -30,7 +30,7 @@ func TestFromData(t *testing.T) {
 	for _, tc := range []struct {
 		enc  Encoding
 		data []byte
-	}{{EncNone, []byte{0, 0}}, {EncFloatHistogram + 1, []byte{0, 0}}, {EncXOR, []byte{0}}} {
+	}{{EncNone, []byte{0, 0}}, {EncDecimal + 1, []byte{0, 0}}, {EncXOR, []byte{0}}} {
 		if _, err := FromData(tc.enc, tc.data); !errors.Is(err, ErrCorruptChunk) {
 			t.Errorf("FromData(%s, %x) = %v, want ErrCorruptChunk", tc.enc, tc.data, err)
 		}

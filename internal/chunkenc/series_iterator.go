@@ -14,6 +14,7 @@ type SeriesIterator struct {
 	i          int  // index of the chunk the iterators are in, if inChunk
 	inChunk    bool // the iterator of chunks[i].enc has been Reset to it
 	xor        XORIterator
+	dec        DecimalIterator
 	hist       HistogramIterator
 	fhist      FloatHistogramIterator
 	mint, maxt int64
@@ -32,7 +33,7 @@ type SeriesIterator struct {
 // starts (oldest first; nil if it has none), keeping its decoders' memory.
 // It retains both slices until the next Reset.
 func (si *SeriesIterator) Reset(chunks []Meta, starts []StartTime, mint, maxt int64) {
-	*si = SeriesIterator{chunks: chunks, starts: starts, startIdx: -1, mint: mint, maxt: maxt, i: -1, xor: si.xor, hist: si.hist, fhist: si.fhist}
+	*si = SeriesIterator{chunks: chunks, starts: starts, startIdx: -1, mint: mint, maxt: maxt, i: -1, xor: si.xor, dec: si.dec, hist: si.hist, fhist: si.fhist}
 }
 
 // Next implements Prometheus' chunkenc.Iterator.
@@ -77,6 +78,13 @@ func (si *SeriesIterator) nextInChunk() (int64, bool) {
 			return 0, false
 		}
 		return si.fhist.AtT(), true
+	case EncDecimal:
+		if !si.dec.Next() {
+			return 0, false
+		}
+		t, v := si.dec.At()
+		si.v = v
+		return t, true
 	}
 	if !si.xor.Next() {
 		return 0, false
@@ -92,6 +100,8 @@ func (si *SeriesIterator) chunkErr() error {
 		return si.hist.Err()
 	case EncFloatHistogram:
 		return si.fhist.Err()
+	case EncDecimal:
+		return si.dec.Err()
 	}
 	return si.xor.Err()
 }
@@ -106,6 +116,9 @@ func (si *SeriesIterator) enter(i int) {
 	case EncFloatHistogram:
 		si.fhist.Reset(c.Data)
 		si.vt = promchunkenc.ValFloatHistogram
+	case EncDecimal:
+		si.dec.Reset(c.Data)
+		si.vt = promchunkenc.ValFloat
 	default:
 		si.xor.Reset(c.Data)
 		si.vt = promchunkenc.ValFloat

@@ -1,0 +1,350 @@
+package chunkenc
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+)
+
+// The decimal chunk holds float samples whose values are all decimals of
+// a few digits: integers (counters of bytes, packets, requests) or
+// integers divided by a power of ten (seconds in hundredths, ratios).
+// Exporters' values are mostly such, and an XOR chunk spends 20 to 30
+// bits on each of them, because consecutive values of a counter share
+// few bits of their float representations. Here a value is its integer
+// mantissa at the chunk's scale, and a sample costs the bits of the
+// difference from what the previous two predict: often none for the
+// timestamp of a regular scrape, a dozen for the value of a counter.
+//
+// Its samples are known when it is written (blocks are written whole),
+// so each column is bit-packed at the one width that makes it smallest,
+// with an escape for outliers; decoding is a shift and an add per
+// column, with no branch on the value's shape. The format is in
+// docs/format/chunks.md.
+
+// maxDecimalScale is the largest scale: values are mantissa/10^scale.
+const maxDecimalScale = 15
+
+// decimalMaxMantissa bounds a mantissa's magnitude: every integer below
+// it is a float64, so mantissa and value convert both ways exactly.
+const decimalMaxMantissa = 1 << 53
+
+// pow10 holds 10^0 to 10^maxDecimalScale, each exact in a float64.
+var pow10 = func() (p [maxDecimalScale + 1]float64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// decimalHeaderSize is the fixed part of the header: count, scale and
+// mode, and the widths of the two columns.
+const decimalHeaderSize = 5
+
+// decimalDod is the mode bit: values are coded as the difference of
+// consecutive differences of their mantissas, not as the difference.
+const decimalDod = 0x80
+
+// Densifier re-encodes XOR chunks as decimal chunks where that is
+// smaller. Its buffers are reused from one chunk to the next; it is not
+// safe for concurrent use. The zero value is ready.
+type Densifier struct {
+	it     XORIterator
+	ts     []int64
+	vs     []float64
+	ms     []int64
+	tres   []uint64
+	vres   []uint64
+	vdod   []uint64
+	result bitWriter
+}
+
+// Densify returns the samples of the XOR chunk xor as a decimal chunk,
+// if every value is a decimal of at most 15 fraction digits with a
+// mantissa under 2^53 and the decimal chunk is smaller; otherwise ok is
+// false. Every value decodes to the same bits. The result is valid until
+// the next call.
+func (d *Densifier) Densify(xor []byte) (out []byte, ok bool) {
+	d.ts, d.vs = d.ts[:0], d.vs[:0]
+	d.it.Reset(xor)
+	for d.it.Next() {
+		t, v := d.it.At()
+		d.ts = append(d.ts, t)
+		d.vs = append(d.vs, v)
+	}
+	if d.it.Err() != nil || len(d.ts) < 2 {
+		return nil, false
+	}
+	scale, ok := d.mantissas()
+	if !ok {
+		return nil, false
+	}
+	n := len(d.ts)
+	d.tres, d.vres, d.vdod = d.tres[:0], d.vres[:0], d.vdod[:0]
+	for i := 2; i < n; i++ {
+		d.tres = append(d.tres, zigzag((d.ts[i]-d.ts[i-1])-(d.ts[i-1]-d.ts[i-2])))
+		d.vres = append(d.vres, zigzag(d.ms[i]-d.ms[i-1]))
+		d.vdod = append(d.vdod, zigzag((d.ms[i]-d.ms[i-1])-(d.ms[i-1]-d.ms[i-2])))
+	}
+	tw, tcost := bestWidth(d.tres)
+	vw, vcost := bestWidth(d.vres)
+	mode := byte(scale)
+	if dw, dcost := bestWidth(d.vdod); dcost < vcost {
+		vw, vcost, mode = dw, dcost, mode|decimalDod
+		d.vres, d.vdod = d.vdod, d.vres
+	}
+	// The header's varints are at most 40 bytes: compare before writing
+	// the columns, which are most of the size.
+	if decimalHeaderSize+(tcost+vcost+7)/8 >= len(xor) {
+		return nil, false
+	}
+	w := &d.result
+	w.buf = append(w.buf[:0], xor[0], xor[1], mode, tw, vw)
+	w.free = 0
+	w.buf = binary.AppendVarint(w.buf, d.ts[0])
+	w.buf = binary.AppendVarint(w.buf, d.ms[0])
+	w.buf = binary.AppendUvarint(w.buf, uint64(d.ts[1]-d.ts[0]))
+	w.buf = binary.AppendVarint(w.buf, d.ms[1]-d.ms[0])
+	for i := range d.tres {
+		writeResidual(w, d.tres[i], tw)
+		writeResidual(w, d.vres[i], vw)
+	}
+	if len(w.buf) >= len(xor) {
+		return nil, false
+	}
+	return w.buf, true
+}
+
+// mantissas finds the smallest scale at which every value is an integer
+// mantissa (see Densify) and fills ms with them.
+func (d *Densifier) mantissas() (scale int, ok bool) {
+	d.ms = d.ms[:0]
+	for scale = 0; scale <= maxDecimalScale; scale++ {
+		p := pow10[scale]
+		d.ms = d.ms[:0]
+		for _, v := range d.vs {
+			m, ok := mantissa(v, p)
+			if !ok {
+				break
+			}
+			d.ms = append(d.ms, m)
+		}
+		if len(d.ms) == len(d.vs) {
+			return scale, true
+		}
+	}
+	return 0, false
+}
+
+// mantissa returns the integer m such that float64(m)/p is v, bit for
+// bit, if there is one under decimalMaxMantissa.
+func mantissa(v, p float64) (int64, bool) {
+	x := math.Round(v * p)
+	if !(math.Abs(x) < decimalMaxMantissa) { // also NaN
+		return 0, false
+	}
+	m := int64(x)
+	return m, math.Float64bits(float64(m)/p) == math.Float64bits(v)
+}
+
+func zigzag(x int64) uint64   { return uint64(x<<1) ^ uint64(x>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// bestWidth returns the width at which the residuals rs take the fewest
+// bits, and that number. At width w in [1, 63] a residual below 2^w-1 is
+// written in w bits, and any other as w ones and then 64 bits; at 0 every
+// residual must be 0 and takes no bits; at 64 each takes 64.
+func bestWidth(rs []uint64) (width uint8, cost int) {
+	// byLen[b] counts the residuals of bit length b; ones[b] those of
+	// them that are all ones (2^b-1), escaped at width b.
+	var byLen, ones [65]int
+	for _, r := range rs {
+		b := bits.Len64(r)
+		byLen[b]++
+		if r != 0 && r&(r+1) == 0 {
+			ones[b]++
+		}
+	}
+	n := len(rs)
+	width, cost = 64, 64*n
+	if byLen[0] == n {
+		return 0, 0
+	}
+	longer := n - byLen[0] // residuals longer than w bits
+	for w := 1; w < 64; w++ {
+		longer -= byLen[w]
+		if c := w*n + 64*(longer+ones[w]); c < cost {
+			width, cost = uint8(w), c
+		}
+	}
+	return width, cost
+}
+
+// writeResidual writes r at width w (see bestWidth).
+func writeResidual(wr *bitWriter, r uint64, w uint8) {
+	switch {
+	case w == 0:
+	case w == 64:
+		wr.writeBits(r, 64)
+	case r < 1<<w-1:
+		wr.writeBits(r, w)
+	default:
+		wr.writeBits(1<<w-1, w)
+		wr.writeBits(r, 64)
+	}
+}
+
+// DecimalIterator decodes the samples of a decimal chunk in order. Like
+// XORIterator, it is reused through Reset, allocates only the error for
+// malformed input, and keeps the bytes it was given until the next Reset.
+type DecimalIterator struct {
+	br   bitReader
+	size int
+
+	num, read uint16
+	p         float64 // 10^scale
+	dod       bool
+	tw, vw    uint8
+	t0, m0    int64
+	dt1, dm1  int64
+
+	t, dt int64
+	m, dm int64
+
+	err error
+}
+
+// Reset makes the iterator start over on the decimal chunk b.
+func (it *DecimalIterator) Reset(b []byte) {
+	*it = DecimalIterator{size: len(b)}
+	if len(b) < decimalHeaderSize {
+		it.corruptAt(0, "chunk shorter than its header")
+		return
+	}
+	it.num = binary.BigEndian.Uint16(b)
+	mode, tw, vw := b[2], b[3], b[4]
+	scale := int(mode &^ decimalDod)
+	if scale > maxDecimalScale || tw > 64 || vw > 64 {
+		it.corruptAt(2, "scale or column width out of range")
+		return
+	}
+	it.p, it.dod, it.tw, it.vw = pow10[scale], mode&decimalDod != 0, tw, vw
+	rest := b[decimalHeaderSize:]
+	var fields [4]int64
+	for i := range fields {
+		var k int
+		if i == 2 {
+			var u uint64
+			u, k = binary.Uvarint(rest)
+			fields[i] = int64(u)
+		} else {
+			fields[i], k = binary.Varint(rest)
+		}
+		if k <= 0 {
+			it.corruptAt(len(b)-len(rest), "truncated or overlong header varint")
+			return
+		}
+		rest = rest[k:]
+	}
+	it.t0, it.m0, it.dt1, it.dm1 = fields[0], fields[1], fields[2], fields[3]
+	it.br.reset(rest)
+}
+
+// At returns the current sample. It is only valid after Next returned true.
+func (it *DecimalIterator) At() (int64, float64) {
+	return it.t, float64(it.m) / it.p
+}
+
+// AtT returns the current sample's timestamp.
+func (it *DecimalIterator) AtT() int64 { return it.t }
+
+// Err returns the error that ended the iteration, if any. It wraps
+// ErrCorruptChunk and is a *CorruptChunkError.
+func (it *DecimalIterator) Err() error { return it.err }
+
+// Next advances to the next sample. It returns false at the end of the
+// chunk or on malformed input; Err tells which.
+func (it *DecimalIterator) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	switch {
+	case it.read >= it.num:
+		if it.read == it.num {
+			it.read++ // check the end once
+			it.checkEnd()
+		}
+		return false
+	case it.read == 0:
+		it.t, it.m = it.t0, it.m0
+	case it.read == 1:
+		it.dt, it.dm = it.dt1, it.dm1
+		it.t += it.dt
+		it.m += it.dm
+	default:
+		tr, ok := it.readResidual(it.tw)
+		if !ok {
+			return false
+		}
+		vr, ok := it.readResidual(it.vw)
+		if !ok {
+			return false
+		}
+		it.dt += unzigzag(tr)
+		it.t += it.dt
+		if it.dod {
+			it.dm += unzigzag(vr)
+			it.m += it.dm
+		} else {
+			it.m += unzigzag(vr)
+		}
+	}
+	it.read++
+	return true
+}
+
+// readResidual reads a residual written at width w (see bestWidth).
+func (it *DecimalIterator) readResidual(w uint8) (uint64, bool) {
+	if w == 0 {
+		return 0, true
+	}
+	r, ok := it.br.readBitsFast(w)
+	if !ok {
+		if r, ok = it.br.readBits(w); !ok {
+			return 0, it.corrupt("truncated sample")
+		}
+	}
+	if w == 64 || r != 1<<w-1 {
+		return r, true
+	}
+	if r, ok = it.br.readBits(64); !ok {
+		return 0, it.corrupt("truncated escaped residual")
+	}
+	return r, true
+}
+
+// checkEnd reports trailing data after the last sample: at most the zero
+// padding of the last byte may remain.
+func (it *DecimalIterator) checkEnd() {
+	rem := it.br.remaining()
+	if rem >= 8 {
+		it.corrupt("trailing bytes after the last sample")
+		return
+	}
+	if rem > 0 {
+		if pad, _ := it.br.readBits(uint8(rem)); pad != 0 {
+			it.corrupt("non-zero padding after the last sample")
+		}
+	}
+}
+
+func (it *DecimalIterator) corrupt(reason string) bool {
+	bitsRead := (it.size-len(it.br.stream))*8 - int(it.br.valid)
+	return it.corruptAt(bitsRead/8, reason)
+}
+
+func (it *DecimalIterator) corruptAt(off int, reason string) bool {
+	it.err = &CorruptChunkError{Encoding: EncDecimal, Offset: off, Sample: int(it.read), Reason: reason}
+	return false
+}
