@@ -97,8 +97,14 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		buf   []byte
 		size  int
 	)
-	// Chunks are copied for the record: see chunkCopier.
-	copier := chunkCopier{arena: h.arena}
+	// Chunks are copied for the record: see chunkCopier. Float chunks
+	// are written in the decimal encoding where it is smaller (they are
+	// closed chunks once restored), into dense.
+	var (
+		copier    = chunkCopier{arena: h.arena}
+		densifier chunkenc.Densifier
+		dense     []byte
+	)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -107,6 +113,7 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		clear(batch)
 		batch, size = batch[:0], 0
 		copier.reset()
+		dense = dense[:0]
 		return w.Log(buf)
 	}
 	var (
@@ -120,6 +127,16 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		if cs.Chunks, err = copier.copy(cs.Chunks); err != nil {
 			w.Close()
 			return 0, err
+		}
+		for i, c := range cs.Chunks {
+			if c.Enc != chunkenc.EncXOR {
+				continue
+			}
+			if d, ok := densifier.Densify(c.Data); ok {
+				n := len(dense)
+				dense = append(dense, d...)
+				cs.Chunks[i].Data, cs.Chunks[i].Enc = dense[n:len(dense):len(dense)], chunkenc.EncDecimal
+			}
 		}
 		batch = append(batch, cs)
 		size += int(s.lset.ByteSize())

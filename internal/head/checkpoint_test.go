@@ -2,6 +2,7 @@ package head
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -337,4 +339,78 @@ func mustExpand(t *testing.T, p index.Postings) []storage.SeriesRef {
 		t.Fatal(err)
 	}
 	return refs
+}
+
+// TestCheckpointDecimalChunks checks that a checkpoint stores decimal
+// series' chunks in the decimal encoding and noisy ones as XOR, and that
+// restored decimal chunks serve every read and write a closed chunk
+// does: queries, the duplicate check at the series' last sample, and a
+// late sample inserted into one.
+func TestCheckpointDecimalChunks(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.WALDir = dir
+	opts.OutOfOrderWindow = math.MaxInt64
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decimal := labels.FromStrings("__name__", "m", "kind", "decimal")
+	noisy := labels.FromStrings("__name__", "m", "kind", "noisy")
+	want := map[string][]sample{}
+	app := h.Appender(context.Background())
+	for j := range 200 {
+		ts := int64(j) * 15000
+		for _, s := range []struct {
+			lset labels.Labels
+			v    float64
+		}{{decimal, float64(j*j) / 4}, {noisy, math.Sqrt(float64(j))}} {
+			if j == 100 {
+				continue // a gap for the late sample
+			}
+			mustAppend(t, app, s.lset, ts, s.v)
+			want[s.lset.String()] = append(want[s.lset.String()], sample{ts, s.v})
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	encodings := map[string][]chunkenc.Encoding{}
+	for s := range h2.series.all() {
+		for _, c := range s.chunks {
+			encodings[s.lset.Get("kind")] = append(encodings[s.lset.Get("kind")], c.encoding())
+		}
+	}
+	if d := encodings["decimal"]; len(d) != 2 || d[0] != chunkenc.EncDecimal || d[1] != chunkenc.EncDecimal {
+		t.Errorf("decimal series restored with chunks %v, want two decimal ones", d)
+	}
+	if n := encodings["noisy"]; len(n) != 2 || n[0] != chunkenc.EncXOR || n[1] != chunkenc.EncXOR {
+		t.Errorf("noisy series restored with chunks %v, want two XOR ones", n)
+	}
+	assertEqual(t, readAll(t, h2, math.MinInt64, math.MaxInt64, all), want)
+
+	app = h2.Appender(context.Background())
+	last := want[decimal.String()][len(want[decimal.String()])-1]
+	mustAppend(t, app, decimal, last.t, last.v) // an exact duplicate
+	if _, err := app.Append(0, decimal, sampleOf(last.t, last.v+1)); !errors.Is(err, storage.ErrDuplicateSampleForTimestamp) {
+		t.Fatalf("another value at the last restored timestamp: %v, want ErrDuplicateSampleForTimestamp", err)
+	}
+	// Into the first restored chunk's gap: decoded, and encoded anew.
+	mustAppend(t, app, decimal, 100*15000, 2500)
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, h2, math.MinInt64, math.MaxInt64, all)[decimal.String()]
+	if len(got) != 200 || got[100] != (sample{100 * 15000, 2500}) {
+		t.Fatalf("after the late sample: %d samples, sample 100 %v", len(got), got[min(100, len(got)-1)])
+	}
 }

@@ -158,8 +158,8 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 			}
 		}
 	default:
-		var it chunkenc.XORIterator
-		for it.Reset(data); !found && it.Next(); {
+		it := floatIterator(enc, data)
+		for !found && it.Next() {
 			t, v := it.At()
 			if t > x.t {
 				break
@@ -228,13 +228,27 @@ func decodeSamples(dst []lateSample, data []byte, enc chunkenc.Encoding) ([]late
 		}
 		return dst, it.Err()
 	}
-	var it chunkenc.XORIterator
-	it.Reset(data)
+	it := floatIterator(enc, data)
 	for it.Next() {
 		t, v := it.At()
 		dst = append(dst, lateSample{t: t, v: v})
 	}
 	return dst, it.Err()
+}
+
+// floatIterator returns an iterator over the float chunk data: XOR, or
+// decimal for a closed chunk restored from a checkpoint.
+func floatIterator(enc chunkenc.Encoding, data []byte) interface {
+	Next() bool
+	At() (int64, float64)
+	Err() error
+} {
+	if enc == chunkenc.EncDecimal {
+		it := &chunkenc.DecimalIterator{}
+		it.Reset(data)
+		return it
+	}
+	return chunkenc.NewXORIterator(data)
 }
 
 // cleanHint returns the hint a decoded histogram is encoded again with.

@@ -228,7 +228,7 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	s.chunks = make([]headChunk, 0, len(cs.Chunks))
 	for _, c := range cs.Chunks {
 		switch c.Enc {
-		case chunkenc.EncXOR, chunkenc.EncHistogram, chunkenc.EncFloatHistogram:
+		case chunkenc.EncXOR, chunkenc.EncDecimal, chunkenc.EncHistogram, chunkenc.EncFloatHistogram:
 		default:
 			return fmt.Errorf("series %s: unknown chunk encoding %d", cs.Labels, c.Enc)
 		}

@@ -126,7 +126,7 @@ func (s *memSeries) init(ref storage.SeriesRef, lset labels.Labels) {
 // accepted and dropped. mu must be held.
 func (s *memSeries) appendable(t int64, v float64) (dup bool, err error) {
 	if t == s.maxt {
-		if enc := s.lastEncoding(); enc != 0 && enc != chunkenc.EncXOR {
+		if enc := s.lastEncoding(); enc == chunkenc.EncHistogram || enc == chunkenc.EncFloatHistogram {
 			// A histogram has the timestamp.
 			return false, storage.ErrDuplicateSampleForTimestamp
 		}
