@@ -6,13 +6,14 @@ import (
 	"math/bits"
 )
 
-// The decimal chunk holds float samples whose values are all decimals of
-// a few digits: integers (counters of bytes, packets, requests) or
-// integers divided by a power of ten (seconds in hundredths, ratios).
-// Exporters' values are mostly such, and an XOR chunk spends 20 to 30
-// bits on each of them, because consecutive values of a counter share
-// few bits of their float representations. Here a value is its integer
-// mantissa at the chunk's scale, and a sample costs the bits of the
+// The decimal chunk holds float samples as integers: best when the values
+// are all decimals of a few digits, integers (counters of bytes,
+// packets, requests) or integers divided by a power of ten (seconds in
+// hundredths, ratios). Exporters' values are mostly such, and an XOR
+// chunk spends 20 to 30 bits on each of them, because consecutive values
+// of a counter share few bits of their float representations. Here a
+// value is its integer mantissa at the chunk's scale (or, for values
+// that are not decimals, its bits), and a sample costs the bits of the
 // difference from what the previous two predict: often none for the
 // timestamp of a regular scrape, a dozen for the value of a counter.
 //
@@ -46,6 +47,13 @@ const decimalHeaderSize = 5
 // consecutive differences of their mantissas, not as the difference.
 const decimalDod = 0x80
 
+// decimalRaw in the mode's scale bits says that the mantissas are the
+// values' IEEE 754 bits, as int64s: for values that are not decimals,
+// such as full-precision measurements, whose bits differ from one sample
+// to the next by about as many bits as the values' precision, where an
+// XOR chunk also spends bits on where the difference lies.
+const decimalRaw = 0x7f
+
 // Densifier re-encodes XOR chunks as decimal chunks where that is
 // smaller. Its buffers are reused from one chunk to the next; it is not
 // safe for concurrent use. The zero value is ready.
@@ -60,11 +68,12 @@ type Densifier struct {
 	result bitWriter
 }
 
-// Densify returns the samples of the XOR chunk xor as a decimal chunk,
-// if every value is a decimal of at most 15 fraction digits with a
-// mantissa under 2^53 and the decimal chunk is smaller; otherwise ok is
-// false. Every value decodes to the same bits. The result is valid until
-// the next call.
+// Densify returns the samples of the XOR chunk xor as a decimal chunk if
+// that is smaller, and otherwise ok false. The mantissas are the values
+// at the smallest scale at which every value is a decimal of at most 15
+// fraction digits with a mantissa under 2^53, or else the values' bits.
+// Every value decodes to the same bits. The result is valid until the
+// next call.
 func (d *Densifier) Densify(xor []byte) (out []byte, ok bool) {
 	d.ts, d.vs = d.ts[:0], d.vs[:0]
 	d.it.Reset(xor)
@@ -78,7 +87,11 @@ func (d *Densifier) Densify(xor []byte) (out []byte, ok bool) {
 	}
 	scale, ok := d.mantissas()
 	if !ok {
-		return nil, false
+		scale = decimalRaw
+		d.ms = d.ms[:0]
+		for _, v := range d.vs {
+			d.ms = append(d.ms, int64(math.Float64bits(v)))
+		}
 	}
 	n := len(d.ts)
 	d.tres, d.vres, d.vdod = d.tres[:0], d.vres[:0], d.vdod[:0]
@@ -204,6 +217,7 @@ type DecimalIterator struct {
 
 	num, read uint16
 	p         float64 // 10^scale
+	raw       bool    // the mantissas are the values' bits
 	dod       bool
 	tw, vw    uint8
 	t0, m0    int64
@@ -225,11 +239,14 @@ func (it *DecimalIterator) Reset(b []byte) {
 	it.num = binary.BigEndian.Uint16(b)
 	mode, tw, vw := b[2], b[3], b[4]
 	scale := int(mode &^ decimalDod)
-	if scale > maxDecimalScale || tw > 64 || vw > 64 {
+	if (scale > maxDecimalScale && scale != decimalRaw) || tw > 64 || vw > 64 {
 		it.corruptAt(2, "scale or column width out of range")
 		return
 	}
-	it.p, it.dod, it.tw, it.vw = pow10[scale], mode&decimalDod != 0, tw, vw
+	it.raw, it.dod, it.tw, it.vw = scale == decimalRaw, mode&decimalDod != 0, tw, vw
+	if !it.raw {
+		it.p = pow10[scale]
+	}
 	rest := b[decimalHeaderSize:]
 	var fields [4]int64
 	for i := range fields {
@@ -253,6 +270,9 @@ func (it *DecimalIterator) Reset(b []byte) {
 
 // At returns the current sample. It is only valid after Next returned true.
 func (it *DecimalIterator) At() (int64, float64) {
+	if it.raw {
+		return it.t, math.Float64frombits(uint64(it.m))
+	}
 	return it.t, float64(it.m) / it.p
 }
 

@@ -79,10 +79,13 @@ func TestDecimalRoundTrip(t *testing.T) {
 	}
 }
 
-// TestDecimalRefuses checks that chunks with a value that is not a
-// decimal of at most 15 digits, or that would not shrink, stay XOR.
-func TestDecimalRefuses(t *testing.T) {
+// TestDecimalRaw checks that a chunk with a value that is not a decimal
+// of at most 15 digits under 2^53 takes the values' bits as mantissas,
+// and gives every value back bit for bit.
+func TestDecimalRaw(t *testing.T) {
 	var d Densifier
+	it := &DecimalIterator{}
+	rng := rand.New(rand.NewPCG(5, 6))
 	for name, odd := range map[string]float64{
 		"stale marker":   math.Float64frombits(0x7ff0000000000002),
 		"NaN":            math.NaN(),
@@ -96,9 +99,28 @@ func TestDecimalRefuses(t *testing.T) {
 	} {
 		samples := regular(120, 0, 15000, func(i int) float64 { return float64(i) })
 		samples[60].v = bitsOf(odd)
-		if _, ok := d.Densify(encode(samples).Bytes()); ok {
-			t.Errorf("%s: densified", name)
+		dec, ok := d.Densify(encode(samples).Bytes())
+		if !ok {
+			continue // XOR was smaller
 		}
+		if scale := dec[2] &^ decimalDod; scale != decimalRaw {
+			t.Errorf("%s: scale %d, want the values' bits", name, scale)
+		}
+		got, err := decodeDecimal(it, dec)
+		if err != nil || !slices.Equal(got, samples) {
+			t.Fatalf("%s: round trip: %v\n got %v\nwant %v", name, err, head(got[55:]), head(samples[55:]))
+		}
+	}
+	// Full-precision noise in a band: the bits' differences are narrower
+	// than XOR's windows and their headers.
+	noisy := regular(120, 0, 15000, func(int) float64 { return 40 + rng.Float64()*10 })
+	xor := encode(noisy).Bytes()
+	dec, ok := d.Densify(xor)
+	if !ok || len(dec) >= len(xor) {
+		t.Fatalf("noisy gauge: densified %v, %d bytes against XOR's %d", ok, len(dec), len(xor))
+	}
+	if got, err := decodeDecimal(it, dec); err != nil || !slices.Equal(got, noisy) {
+		t.Fatalf("noisy gauge: round trip: %v", err)
 	}
 	// One sample: nothing to gain.
 	if _, ok := d.Densify(encode(regular(1, 0, 1, func(int) float64 { return 1 })).Bytes()); ok {
@@ -147,6 +169,7 @@ func TestDecimalCorrupt(t *testing.T) {
 		"truncated":      dec[:len(dec)-2],
 		"trailing bytes": append(slices.Clone(dec), 0, 0),
 		"scale 16":       append([]byte{0, 2, 16, 0, 0}, dec[decimalHeaderSize:]...),
+		"scale 126":      append([]byte{0, 2, 126, 0, 0}, dec[decimalHeaderSize:]...),
 		"width 65":       append([]byte{0, 2, 0, 65, 0}, dec[decimalHeaderSize:]...),
 	} {
 		got, err := decodeDecimal(it, b)
@@ -195,7 +218,7 @@ func TestDecimalInBlockIterator(t *testing.T) {
 
 // FuzzDecimalRoundTrip densifies the fuzzer's samples (see fuzzSamples,
 // with small integers and raw values) and checks that whatever is
-// densified decodes to the same samples.
+// densified is smaller and decodes to the same samples.
 func FuzzDecimalRoundTrip(f *testing.F) {
 	for _, s := range decimalCases() {
 		f.Add(s[0].t, fuzzBytes(s))
@@ -205,9 +228,13 @@ func FuzzDecimalRoundTrip(f *testing.F) {
 	it := &DecimalIterator{}
 	f.Fuzz(func(t *testing.T, t0 int64, data []byte) {
 		want := fuzzSamples(t0, data)
-		dec, ok := d.Densify(encode(want).Bytes())
+		xor := encode(want).Bytes()
+		dec, ok := d.Densify(xor)
 		if !ok {
 			return
+		}
+		if len(dec) >= len(xor) {
+			t.Fatalf("densified to %d bytes, XOR %d", len(dec), len(xor))
 		}
 		got, err := decodeDecimal(it, dec)
 		if err != nil || !slices.Equal(got, want) {

@@ -22,8 +22,9 @@ import (
 // benchstat is golang.org/x/perf/cmd/benchstat. The machine is shared:
 // compare runs made back to back, and distrust a difference within noise.
 
-// benchKinds are the series the benchmarks use, from cheapest to dearest.
-var benchKinds = []string{"constant", "counter", "gauge"}
+// benchKinds are the series the benchmarks use, from cheapest to dearest:
+// noisy is a gauge of full-precision random values.
+var benchKinds = []string{"constant", "counter", "gauge", "noisy"}
 
 const benchChunkSamples = 120
 

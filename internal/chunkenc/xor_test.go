@@ -496,8 +496,9 @@ func TestXORAppendFullChunkPanics(t *testing.T) {
 
 // realisticSeries returns n samples of a series scraped every 15s with up
 // to 5ms of jitter: a constant (like up or an info metric), a busy counter
-// with integer increments, or a gauge like a load average, a random walk
-// printed with two decimals, whose values use the whole mantissa.
+// with integer increments, a gauge like a load average, a random walk
+// printed with two decimals, whose values use the whole mantissa, or a
+// noisy gauge of full-precision random values between 40 and 50.
 func realisticSeries(kind string, n int, seed uint64) []sample {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	out := make([]sample, n)
@@ -513,6 +514,8 @@ func realisticSeries(kind string, n int, seed uint64) []sample {
 			v += float64(rng.IntN(50))
 		case "gauge":
 			v = math.Max(0, math.Round((v+rng.NormFloat64()*0.05)*100)/100)
+		case "noisy":
+			v = 40 + rng.Float64()*10
 		default:
 			panic("unknown kind " + kind)
 		}
