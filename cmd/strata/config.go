@@ -20,6 +20,9 @@ import (
 type config struct {
 	server   server.Config
 	logLevel slog.Level
+	// memLimitRatio is the share of the container's (or else the
+	// machine's) memory GOMEMLIMIT is set to, 0 to leave it alone.
+	memLimitRatio float64
 	// unknownFeatures are --enable-feature names strata does not know.
 	unknownFeatures []string
 }
@@ -37,6 +40,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&sc.ListenAddress, "listen-address", sc.ListenAddress, "address to serve the HTTP API, remote-write and metrics on")
 	fs.StringVar(&sc.DataDir, "data-dir", sc.DataDir, "directory for the write-ahead log and data")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
+	autoMemLimit := fs.Bool("auto-gomemlimit", true, "set the Go runtime's memory limit (GOMEMLIMIT) to --auto-gomemlimit.ratio of the Linux container's memory limit, or of the machine's memory, unless the environment sets GOMEMLIMIT: the garbage collector then works harder as memory runs short, before the kernel kills the process")
+	memLimitRatio := fs.Float64("auto-gomemlimit.ratio", 0.9, "share of the container's or machine's memory that --auto-gomemlimit gives the Go runtime, in (0, 1]")
 	fs.DurationVar(&sc.ShutdownTimeout, "shutdown-timeout", sc.ShutdownTimeout, "how long requests in flight may take to finish on shutdown")
 	fs.Int64Var(&sc.WALSegmentSize, "wal.segment-size", sc.WALSegmentSize, "WAL segment file size in bytes")
 	walSync := fs.String("wal.sync", sc.WALSync.String(), "when a write is acknowledged: never (after the write reaches the OS; survives a crash of strata, not of the machine) or always (after fsync, shared by concurrent writes; survives power loss)")
@@ -152,6 +157,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--storage.max-series must not be negative")
 	case sc.MaxExemplars < 0:
 		return cfg, fmt.Errorf("--storage.max-exemplars must not be negative")
+	case !(*memLimitRatio > 0 && *memLimitRatio <= 1):
+		return cfg, fmt.Errorf("--auto-gomemlimit.ratio %g is not in (0, 1]", *memLimitRatio)
 	case sc.LookbackDelta <= 0:
 		return cfg, fmt.Errorf("--query.lookback-delta must be positive")
 	case sc.QueryTimeout <= 0:
@@ -176,6 +183,9 @@ func parseFlags(args []string) (config, error) {
 		default:
 			cfg.unknownFeatures = append(cfg.unknownFeatures, f)
 		}
+	}
+	if *autoMemLimit {
+		cfg.memLimitRatio = *memLimitRatio
 	}
 	return cfg, nil
 }

@@ -377,6 +377,9 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--otlp.promote-resource-attributes", "a", "--otlp.promote-all-resource-attributes"},
 		{"--otlp.ignore-resource-attributes", "a"},
 		{"--otlp.promote-resource-attributes", "a,b,a"},
+		{"--auto-gomemlimit.ratio", "0"},
+		{"--auto-gomemlimit.ratio", "1.5"},
+		{"--auto-gomemlimit.ratio", "NaN"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -385,6 +388,14 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	cfg, err := parseFlags([]string{"--enable-feature=promql-experimental-functions,promql-duration-expr", "--enable-feature", "promql-delayed-name-removal,nope"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.memLimitRatio != 0.9 {
+		t.Errorf("GOMEMLIMIT ratio %g by default, want 0.9", cfg.memLimitRatio)
+	}
+	for args, want := range map[[2]string]float64{{"--auto-gomemlimit.ratio", "0.5"}: 0.5, {"--auto-gomemlimit=false", "--auto-gomemlimit.ratio=0.5"}: 0} {
+		if c, err := parseFlags(args[:]); err != nil || c.memLimitRatio != want {
+			t.Errorf("parseFlags(%q): ratio %g, %v; want %g", args, c.memLimitRatio, err, want)
+		}
 	}
 	if !cfg.server.ParserOptions.EnableExperimentalFunctions || !cfg.server.ParserOptions.ExperimentalDurationExpr || !cfg.server.DelayedNameRemoval ||
 		cfg.server.ParserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {

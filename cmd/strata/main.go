@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"github.com/strata-db/strata/internal/server"
 )
 
@@ -52,6 +54,17 @@ func main() {
 	cfg.server.Version = version
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGOGC)
+	}
+	if cfg.memLimitRatio > 0 {
+		// As Prometheus does (--auto-gomemlimit): the cgroup's limit, or
+		// else the machine's memory. GOMEMLIMIT in the environment wins.
+		if _, err := memlimit.SetGoMemLimitWithOpts(
+			memlimit.WithRatio(cfg.memLimitRatio),
+			memlimit.WithProvider(memlimit.ApplyFallback(memlimit.FromCgroup, memlimit.FromSystem)),
+			memlimit.WithLogger(logger),
+		); err != nil {
+			logger.Warn("could not set GOMEMLIMIT from the memory limit", "err", err)
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
