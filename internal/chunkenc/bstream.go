@@ -117,6 +117,28 @@ func (r *bitReader) remaining() int {
 	return len(r.stream)*8 + int(r.valid)
 }
 
+// offset returns the byte offset, in a chunk of size bytes whose tail
+// the reader was reset to, of the next bit to read.
+func (r *bitReader) offset(size int) int {
+	return ((size-len(r.stream))*8 - int(r.valid)) / 8
+}
+
+// endProblem reads what is left after a chunk's last sample and says
+// what is wrong with it, "" if nothing: at most the zero padding of the
+// last byte may remain.
+func (r *bitReader) endProblem() string {
+	rem := r.remaining()
+	if rem >= 8 {
+		return "trailing bytes after the last sample"
+	}
+	if rem > 0 {
+		if pad, _ := r.readBits(uint8(rem)); pad != 0 {
+			return "non-zero padding after the last sample"
+		}
+	}
+	return ""
+}
+
 // fill loads whole bytes into the buffer until it holds more than 56 bits
 // or the stream ends.
 func (r *bitReader) fill() {

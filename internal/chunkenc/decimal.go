@@ -344,24 +344,15 @@ func (it *DecimalIterator) readResidual(w uint8) (uint64, bool) {
 	return r, true
 }
 
-// checkEnd reports trailing data after the last sample: at most the zero
-// padding of the last byte may remain.
+// checkEnd reports trailing data after the last sample.
 func (it *DecimalIterator) checkEnd() {
-	rem := it.br.remaining()
-	if rem >= 8 {
-		it.corrupt("trailing bytes after the last sample")
-		return
-	}
-	if rem > 0 {
-		if pad, _ := it.br.readBits(uint8(rem)); pad != 0 {
-			it.corrupt("non-zero padding after the last sample")
-		}
+	if problem := it.br.endProblem(); problem != "" {
+		it.corrupt(problem)
 	}
 }
 
 func (it *DecimalIterator) corrupt(reason string) bool {
-	bitsRead := (it.size-len(it.br.stream))*8 - int(it.br.valid)
-	return it.corruptAt(bitsRead/8, reason)
+	return it.corruptAt(it.br.offset(it.size), reason)
 }
 
 func (it *DecimalIterator) corruptAt(off int, reason string) bool {

@@ -144,23 +144,15 @@ func (d *histogramDecoder) checkEnd() {
 		d.corruptAt(d.size, "chunk shorter than its 2-byte count")
 		return
 	}
-	rem := d.br.remaining()
-	if rem >= 8 {
-		d.corrupt("trailing bytes after the last sample")
-		return
-	}
-	if rem > 0 {
-		if pad, _ := d.br.readBits(uint8(rem)); pad != 0 {
-			d.corrupt("non-zero padding after the last sample")
-		}
+	if problem := d.br.endProblem(); problem != "" {
+		d.corrupt(problem)
 	}
 }
 
 // corrupt records a CorruptChunkError at the reader's position and
 // returns false, so that decoders can return it.
 func (d *histogramDecoder) corrupt(reason string) bool {
-	bitsRead := (d.size-len(d.br.stream))*8 - int(d.br.valid)
-	return d.corruptAt(bitsRead/8, reason)
+	return d.corruptAt(d.br.offset(d.size), reason)
 }
 
 // corruptAt records a CorruptChunkError at byte offset off.

@@ -117,22 +117,9 @@ func FuzzXORIterator(f *testing.F) {
 
 	it := &XORIterator{}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := decode(it, b)
-		count := 0
-		if len(b) >= 2 {
-			count = int(binary.BigEndian.Uint16(b))
-		}
-		if len(got) > count {
-			t.Fatalf("decoded %d samples, more than the header's %d", len(got), count)
-		}
-		if err != nil {
-			if !errors.Is(err, ErrCorruptChunk) {
-				t.Fatalf("Err() = %v, want ErrCorruptChunk", err)
-			}
+		got, ok := decodeArbitrary(t, it, b)
+		if !ok {
 			return
-		}
-		if len(got) != count {
-			t.Fatalf("decoded %d samples without error, header says %d", len(got), count)
 		}
 		// Whatever decodes cleanly must survive re-encoding. The bytes
 		// may differ: a valid chunk need not be the encoder's choice.
@@ -141,4 +128,29 @@ func FuzzXORIterator(f *testing.F) {
 			t.Fatalf("re-encoding decoded samples: %v\n got %v\nwant %v", err, head(again), head(got))
 		}
 	})
+}
+
+// decodeArbitrary decodes bytes a fuzzer made and checks the outcome: no
+// more samples than the header's count, any error ErrCorruptChunk, and
+// the count's samples without one. ok says there was none.
+func decodeArbitrary(t *testing.T, it floatDecoder, b []byte) (got []sample, ok bool) {
+	t.Helper()
+	got, err := decode(it, b)
+	count := 0
+	if len(b) >= 2 {
+		count = int(binary.BigEndian.Uint16(b))
+	}
+	if len(got) > count {
+		t.Fatalf("decoded %d samples, more than the header's %d", len(got), count)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrCorruptChunk) {
+			t.Fatalf("Err() = %v, want ErrCorruptChunk", err)
+		}
+		return got, false
+	}
+	if len(got) != count {
+		t.Fatalf("decoded %d samples without error, header says %d", len(got), count)
+	}
+	return got, true
 }

@@ -197,22 +197,14 @@ func (it *XORIterator) checkEnd() {
 		it.corrupt("chunk shorter than its 2-byte header")
 		return
 	}
-	rem := it.br.remaining()
-	if rem >= 8 {
-		it.corrupt("trailing bytes after the last sample")
-		return
-	}
-	if rem > 0 {
-		if pad, _ := it.br.readBits(uint8(rem)); pad != 0 {
-			it.corrupt("non-zero padding after the last sample")
-		}
+	if problem := it.br.endProblem(); problem != "" {
+		it.corrupt(problem)
 	}
 }
 
 // corrupt records a CorruptChunkError at the current position and returns
 // false, so that decoders can return it.
 func (it *XORIterator) corrupt(reason string) bool {
-	bitsRead := (it.size-len(it.br.stream))*8 - int(it.br.valid)
-	it.err = &CorruptChunkError{Encoding: EncXOR, Offset: bitsRead / 8, Sample: int(it.read), Reason: reason}
+	it.err = &CorruptChunkError{Encoding: EncXOR, Offset: it.br.offset(it.size), Sample: int(it.read), Reason: reason}
 	return false
 }

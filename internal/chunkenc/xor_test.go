@@ -33,8 +33,16 @@ func encode(samples []sample) *XORChunk {
 	return c
 }
 
+// floatDecoder is XORIterator or DecimalIterator.
+type floatDecoder interface {
+	Reset([]byte)
+	Next() bool
+	At() (int64, float64)
+	Err() error
+}
+
 // decode iterates b to its end.
-func decode(it *XORIterator, b []byte) ([]sample, error) {
+func decode(it floatDecoder, b []byte) ([]sample, error) {
 	it.Reset(b)
 	var out []sample
 	for it.Next() {
