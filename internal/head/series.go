@@ -362,6 +362,6 @@ func (m *seriesHashMap) set(hash uint64, s *memSeries) {
 	m.conflicts[hash] = append(m.conflicts[hash], s)
 }
 
-// all yields every series, in the order of their refs. Series created or removed
-// meanwhile may or may not be yielded.
+// all yields every series, in the order of their refs. Series created or
+// removed meanwhile may or may not be yielded.
 func (s *stripeSeries) all() iter.Seq[*memSeries] { return s.refs.all() }
