@@ -26,6 +26,14 @@ type SeriesIterator struct {
 	positioned bool                   // t (and v) are the current sample
 	done       bool
 	err        error
+	// joins and fresh keep a histogram's counter-reset hint as a merge
+	// of the sources would (see Series.Joins): joined counts the joins at
+	// or before chunk i, returned those before the previous sample, and
+	// fresh says the current sample does not follow that one in the
+	// same source.
+	joins            []int
+	joined, returned int
+	fresh            bool
 }
 
 // Reset makes the iterator walk chunks (oldest first, not overlapping in
@@ -46,6 +54,10 @@ func (si *SeriesIterator) Next() promchunkenc.ValueType {
 				}
 				if t > si.maxt {
 					break
+				}
+				if si.joins != nil {
+					si.fresh = !si.positioned || si.joined != si.returned
+					si.returned = si.joined
 				}
 				si.t, si.positioned = t, true
 				return si.vt
@@ -108,6 +120,9 @@ func (si *SeriesIterator) chunkErr() error {
 
 func (si *SeriesIterator) enter(i int) {
 	si.i = i
+	for si.joined < len(si.joins) && si.joins[si.joined] <= i {
+		si.joined++
+	}
 	c := si.chunks[i]
 	switch c.Enc {
 	case EncHistogram:
@@ -155,6 +170,9 @@ func (si *SeriesIterator) Seek(t seekT) promchunkenc.ValueType {
 	for {
 		vt := si.Next()
 		if vt == promchunkenc.ValNone || si.t >= t {
+			// A merge does not know whether the sample it seeks to
+			// follows the previous one.
+			si.fresh = si.joins != nil
 			return vt
 		}
 	}
@@ -169,7 +187,11 @@ func (si *SeriesIterator) AtHistogram(h *histogram.Histogram) (int64, *histogram
 	if si.vt != promchunkenc.ValHistogram {
 		return si.t, nil
 	}
-	return si.t, si.hist.AtHistogram(h)
+	h = si.hist.AtHistogram(h)
+	if si.fresh && h.CounterResetHint != histogram.GaugeType {
+		h.CounterResetHint = histogram.UnknownCounterReset
+	}
+	return si.t, h
 }
 
 // AtFloatHistogram implements Prometheus' chunkenc.Iterator: the current sample as a
@@ -177,11 +199,16 @@ func (si *SeriesIterator) AtHistogram(h *histogram.Histogram) (int64, *histogram
 func (si *SeriesIterator) AtFloatHistogram(fh *histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
 	switch si.vt {
 	case promchunkenc.ValHistogram:
-		return si.t, si.hist.AtFloatHistogram(fh)
+		fh = si.hist.AtFloatHistogram(fh)
 	case promchunkenc.ValFloatHistogram:
-		return si.t, si.fhist.AtFloatHistogram(fh)
+		fh = si.fhist.AtFloatHistogram(fh)
+	default:
+		return si.t, nil
 	}
-	return si.t, nil
+	if si.fresh && fh.CounterResetHint != histogram.GaugeType {
+		fh.CounterResetHint = histogram.UnknownCounterReset
+	}
+	return si.t, fh
 }
 
 // AtT implements Prometheus' chunkenc.Iterator.
@@ -204,10 +231,20 @@ func (si *SeriesIterator) Err() error { return si.err }
 // Series is a series' labels with its chunks and start time changes,
 // read from mint to maxt: what the head and the blocks hand the PromQL
 // engine. It implements Prometheus' storage.Series.
+//
+// A series read from several sources (blocks and the head) that do not
+// overlap in time may be handed out as one Series over their chunks
+// joined, oldest first. Joins then lists the indices in Chunks where the
+// chunks of another source begin, and the iterator gives histograms the
+// counter-reset hints Prometheus' merge of the sources gives: unknown
+// (unless a gauge) for the first sample read, for a sample Seek moves
+// to, and for the first sample read from another source, since none of
+// these is known to follow the previous one without a reset.
 type Series struct {
 	Lset       labels.Labels
 	Chunks     []Meta
 	Starts     []StartTime
+	Joins      []int
 	MinT, MaxT int64
 }
 
@@ -222,5 +259,6 @@ func (s *Series) Iterator(it promchunkenc.Iterator) promchunkenc.Iterator {
 		si = &SeriesIterator{}
 	}
 	si.Reset(s.Chunks, s.Starts, s.MinT, s.MaxT)
+	si.joins = s.Joins
 	return si
 }

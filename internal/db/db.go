@@ -294,10 +294,9 @@ func (db *DB) Appender(ctx context.Context) storage.Appender {
 }
 
 // Querier implements Prometheus' storage.Queryable: the head and the
-// blocks that overlap [mint, maxt], merged. Series in several of them are
-// chained; a sample in more than one (after a crash between writing a
-// block and truncating the head, or in blocks that overlap until they are
-// merged) is returned once.
+// blocks that overlap [mint, maxt], merged (see mergeQuerier). A sample in
+// more than one (after a crash between writing a block and truncating the
+// head, or in blocks that overlap until they are merged) is returned once.
 func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	h := db.Head()
 	if h == nil {
@@ -334,7 +333,7 @@ func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	if len(qs) == 0 {
 		return hq, nil
 	}
-	return promstorage.NewMergeQuerier(append(qs, hq), nil, promstorage.ChainedSeriesMerge), nil
+	return newMergeQuerier(append(qs, hq)), nil
 }
 
 func closeQueriers(qs []promstorage.Querier) {
