@@ -80,7 +80,8 @@ func parseFlags(args []string) (config, error) {
 	retentionSize := fs.String("retention.size", "0", "most bytes blocks, WAL and head chunk files may take together (units B, KB, MB, GB, TB, PB, base 2 as in Prometheus); the oldest blocks are deleted above it; 0 for no limit")
 	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
 	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
-	fs.IntVar(&sc.QueryMaxSamples, "query.max-samples", sc.QueryMaxSamples, "most samples a single query may load into memory")
+	fs.IntVar(&sc.QueryMaxSamples, "query.max-samples", sc.QueryMaxSamples, "most samples a single query may load into memory (each part of a split range query on its own)")
+	fs.IntVar(&sc.QueryRangeParallelism, "query.range-parallelism", sc.QueryRangeParallelism, "most parts a range query's steps are split into and evaluated at once, on different cores (default: the cores strata may use); 1 evaluates every query whole")
 	fs.DurationVar(&sc.DefaultSubqueryStep, "query.default-subquery-step", sc.DefaultSubqueryStep, "step of subqueries that do not give one")
 	var features stringList
 	fs.Var(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr (may be repeated)")
@@ -165,6 +166,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--query.timeout must be positive")
 	case sc.QueryMaxSamples <= 0:
 		return cfg, fmt.Errorf("--query.max-samples must be positive")
+	case sc.QueryRangeParallelism <= 0:
+		return cfg, fmt.Errorf("--query.range-parallelism must be positive")
 	case sc.DefaultSubqueryStep <= 0:
 		return cfg, fmt.Errorf("--query.default-subquery-step must be positive")
 	}

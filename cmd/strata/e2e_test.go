@@ -359,6 +359,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--log.level", "loud"},
 		{"--query.timeout", "-1s"},
+		{"--query.range-parallelism", "0"},
 		{"--no-such-flag"},
 		{"extra-arg"},
 		{"--wal.sync", "sometimes"},

@@ -45,6 +45,11 @@ type Options struct {
 	// LookbackDelta is the lookback of queries without a `lookback_delta`
 	// parameter. 0 means the engine's default.
 	LookbackDelta time.Duration
+	// RangeParallelism is how many parts a range query's steps may be
+	// split into, evaluated at the same time (see split.go); 1 or less
+	// evaluates every query whole. Each part is held to the engine's
+	// sample limit on its own.
+	RangeParallelism int
 	// Metadata answers /api/v1/metadata; nil answers it with no metadata.
 	Metadata MetadataSource
 	// Exemplars answers /api/v1/query_exemplars; nil answers it with no
@@ -86,13 +91,15 @@ type API struct {
 	now           func() time.Time
 	queryTimeout  time.Duration
 	lookbackDelta time.Duration
-	metadata      MetadataSource
-	exemplars     storage.ExemplarQueryable
-	tsdbStatus    TSDBStatusSource
-	buildInfo     buildInfo
-	flags         map[string]string
-	config        string
-	startTime     time.Time
+	// rangeParallelism is Options.RangeParallelism.
+	rangeParallelism int
+	metadata         MetadataSource
+	exemplars        storage.ExemplarQueryable
+	tsdbStatus       TSDBStatusSource
+	buildInfo        buildInfo
+	flags            map[string]string
+	config           string
+	startTime        time.Time
 	// storageRetention as runtimeinfo reports it.
 	storageRetention string
 }
@@ -108,12 +115,14 @@ func New(opts Options) *API {
 		queryTimeout:  opts.QueryTimeout,
 		lookbackDelta: opts.LookbackDelta,
 		metadata:      opts.Metadata,
-		exemplars:     opts.Exemplars,
-		tsdbStatus:    opts.TSDBStatus,
-		buildInfo:     newBuildInfo(opts.Version),
-		flags:         opts.Flags,
-		config:        opts.Config,
-		startTime:     opts.StartTime.UTC(),
+
+		rangeParallelism: opts.RangeParallelism,
+		exemplars:        opts.Exemplars,
+		tsdbStatus:       opts.TSDBStatus,
+		buildInfo:        newBuildInfo(opts.Version),
+		flags:            opts.Flags,
+		config:           opts.Config,
+		startTime:        opts.StartTime.UTC(),
 
 		storageRetention: opts.StorageRetention,
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/prometheus/prometheus/model/timestamp"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/util/stats"
@@ -92,6 +93,14 @@ func (a *API) queryRange(r *http.Request) result {
 	if aerr != nil {
 		cancel()
 		return errResult(aerr)
+	}
+	// Per-step statistics are one query's: a query asking for them runs
+	// whole.
+	if r.FormValue("stats") == "" {
+		startMs, endMs, stepMs := timestamp.FromTime(start), timestamp.FromTime(end), step.Milliseconds()
+		if parts := a.splitParts(r.FormValue("query"), startMs, endMs, stepMs); parts > 1 {
+			return a.execSplit(ctx, cancel, opts, r.FormValue("query"), startMs, endMs, stepMs, parts, limit)
+		}
 	}
 	qry, err := a.engine.NewRangeQuery(ctx, a.queryable, opts, r.FormValue("query"), start, end, step)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,12 +68,15 @@ type Config struct {
 	RetentionTime    time.Duration
 	RetentionSize    int64
 
-	LookbackDelta       time.Duration
-	QueryTimeout        time.Duration
-	QueryMaxSamples     int
-	DefaultSubqueryStep time.Duration
-	ParserOptions       parser.Options
-	DelayedNameRemoval  bool
+	LookbackDelta   time.Duration
+	QueryTimeout    time.Duration
+	QueryMaxSamples int
+	// QueryRangeParallelism is how many parts a range query may be
+	// split into and evaluated at once (api.Options.RangeParallelism).
+	QueryRangeParallelism int
+	DefaultSubqueryStep   time.Duration
+	ParserOptions         parser.Options
+	DelayedNameRemoval    bool
 
 	// RemoteRead bounds the remote-read endpoint.
 	RemoteRead RemoteReadLimits
@@ -104,8 +108,11 @@ func DefaultConfig() Config {
 		LookbackDelta:       5 * time.Minute,
 		QueryTimeout:        2 * time.Minute,
 		QueryMaxSamples:     50000000,
-		DefaultSubqueryStep: time.Minute,
-		RemoteRead:          DefaultRemoteReadLimits(),
+		// A query may use every core Go runs on; a busy server shares
+		// them between queries as the scheduler does.
+		QueryRangeParallelism: runtime.GOMAXPROCS(0),
+		DefaultSubqueryStep:   time.Minute,
+		RemoteRead:            DefaultRemoteReadLimits(),
 	}
 }
 
@@ -225,12 +232,14 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		QueryTimeout:  cfg.QueryTimeout,
 		LookbackDelta: cfg.LookbackDelta,
 		Metadata:      store,
-		Exemplars:     store,
-		TSDBStatus:    tsdbStatus{store},
-		Version:       cfg.Version,
-		Flags:         cfg.Flags,
-		Config:        effective,
-		StartTime:     start,
+
+		RangeParallelism: cfg.QueryRangeParallelism,
+		Exemplars:        store,
+		TSDBStatus:       tsdbStatus{store},
+		Version:          cfg.Version,
+		Flags:            cfg.Flags,
+		Config:           effective,
+		StartTime:        start,
 
 		StorageRetention: retentionString(cfg.RetentionTime, cfg.RetentionSize),
 	}).Register(apiMux)
