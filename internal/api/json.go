@@ -2,6 +2,7 @@ package api
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -238,10 +239,28 @@ func appendVector(dst []byte, v promql.Vector) []byte {
 	return append(dst, ']')
 }
 
+// Sizes a range vector's JSON is estimated with, in bytes: the series'
+// keys and brackets, a label pair, and a point. A float point is about
+// 25 bytes (`[1795686405.123,"0.57"]`) and one of many digits 40; a
+// histogram point some hundreds.
+const (
+	matrixSeriesOverhead = 32
+	labelPairSize        = 32
+	floatPointSize       = 32
+	histogramPointSize   = 256
+)
+
 // appendMatrix appends a range vector: each series with its float points
 // under "values" and its histogram points under "histograms", each key
 // left out when it has no points.
 func appendMatrix(dst []byte, m promql.Matrix) []byte {
+	// Grow once to about the size needed rather than by doubling, which
+	// for a panel of many series copied each byte about twice more.
+	size := 2
+	for _, s := range m {
+		size += matrixSeriesOverhead + s.Metric.Len()*labelPairSize + len(s.Floats)*floatPointSize + len(s.Histograms)*histogramPointSize
+	}
+	dst = slices.Grow(dst, size)
 	dst = append(dst, '[')
 	for i, s := range m {
 		if i > 0 {

@@ -128,6 +128,13 @@ func (w *Query) Run(ctx context.Context, env *Env, t Target) (report.Figures, []
 	if got.series < int64(ld.opts.Workload.Series) || got.samples < ld.opts.samples() {
 		notes = append(notes, fmt.Sprintf("only %d series and %d samples of %d and %d were visible to queries", got.series, got.samples, ld.opts.Workload.Series, ld.opts.samples()))
 	}
+	idle, settled, err := srv.settle(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !settled {
+		notes = append(notes, fmt.Sprintf("still busy %v after the load: queries timed while it worked in the background", idle.Round(time.Second)))
+	}
 	peakFromQueries := false
 	if srv.sampler != nil {
 		// Measure the memory the queries take, not the load's.
@@ -176,6 +183,7 @@ func (w *Query) Run(ctx context.Context, env *Env, t Target) (report.Figures, []
 		figs.Add(q.key+"_p99", q.name+" p99", "ms", report.Lower, ms(s.P99))
 	}
 	if srv.measured() {
+		figs.Add("idle_after", "time to idle after the load", "s", report.Lower, idle.Seconds())
 		if peak, err := srv.peakRSS(); err == nil {
 			label := "server peak RSS while querying"
 			if !peakFromQueries {

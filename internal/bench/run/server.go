@@ -171,6 +171,62 @@ func (s *server) cpu() (time.Duration, error) {
 	return c.Total(), err
 }
 
+// Settling: after a load a server compacts, merges or flushes in the
+// background, for seconds to minutes, and a query timed meanwhile
+// measures that work too, more of it the faster the server answers.
+const (
+	// settleEvery is how often the server's CPU time is read.
+	settleEvery = time.Second
+	// settleShare is the share of one core below which the server is
+	// idle: what an idle Go server with a scraped self-monitor uses is
+	// well under it.
+	settleShare = 0.05
+	// settleTimeout bounds the wait: a server that never idles is
+	// measured busy, and the report says so.
+	settleTimeout = 5 * time.Minute
+)
+
+// settle waits until the process has used less than settleShare of a
+// core over two settleEvery intervals in a row, and returns how long
+// that took and whether it did within settleTimeout. It returns at once
+// if the process cannot be measured.
+func (s *server) settle(ctx context.Context) (time.Duration, bool, error) {
+	if !s.measured() {
+		return 0, true, nil
+	}
+	start := time.Now()
+	prev, err := s.cpu()
+	if err != nil {
+		return 0, false, err
+	}
+	quiet := 0
+	t := time.NewTicker(settleEvery)
+	defer t.Stop()
+	for quiet < 2 {
+		if time.Since(start) >= settleTimeout {
+			return time.Since(start), false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-s.gone():
+			return 0, false, s.alive()
+		case <-t.C:
+		}
+		cur, err := s.cpu()
+		if err != nil {
+			return 0, false, err
+		}
+		if float64(cur-prev) < settleShare*float64(settleEvery) {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		prev = cur
+	}
+	return time.Since(start), true, nil
+}
+
 // peakRSS returns the process' peak resident memory in bytes.
 func (s *server) peakRSS() (int64, error) {
 	return s.sampler.Peak()
