@@ -38,8 +38,13 @@ func appendTimestamp(dst []byte, t int64) []byte {
 	return dst
 }
 
-// appendFloat appends f as a quoted sample value.
+// appendFloat appends f as a quoted sample value, as Prometheus writes it:
+// the shortest decimal that reads back as f, with an exponent only below
+// 1e-6 and from 1e21 on.
 func appendFloat(dst []byte, f float64) []byte {
+	if out, ok := appendDecimal(append(dst, '"'), f); ok {
+		return append(out, '"')
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -48,6 +53,54 @@ func appendFloat(dst []byte, f float64) []byte {
 	dst = strconv.AppendFloat(dst, f, format, -1, 64)
 	return append(dst, '"')
 }
+
+// appendDecimal appends f as strconv.AppendFloat(dst, f, 'f', -1, 64)
+// would, if f is a decimal of at most 6 fraction digits and 15
+// significant ones, and reports whether it did. Most sample values are
+// such (counters, and gauges of a few digits), and this takes a fifth of
+// the time of the shortest-digits search.
+//
+// The digits are right: f is m/10^s rounded, with m under 10^15, and two
+// decimals of at most 15 significant digits never round to the same
+// float64 (whose 53 bits are 15.95 digits), so no other decimal of as
+// few digits as m's reads back as f, and none of fewer.
+func appendDecimal(dst []byte, f float64) ([]byte, bool) {
+	a := math.Abs(f)
+	// Below 1e-6 Prometheus writes an exponent; from 1e9 on m could
+	// reach 10^15.
+	if !(a >= 1e-6 && a < 1e9) {
+		return dst, false
+	}
+	m, s := int64(math.Round(a*1e6)), 6
+	for s > 0 && m%10 == 0 {
+		m /= 10
+		s--
+	}
+	if float64(m)/pow10[s] != a {
+		return dst, false
+	}
+	if f < 0 {
+		dst = append(dst, '-')
+	}
+	var digits [16]byte
+	d := strconv.AppendInt(digits[:0], m, 10)
+	if s == 0 {
+		return append(dst, d...), true
+	}
+	if len(d) <= s {
+		dst = append(dst, '0', '.')
+		for range s - len(d) {
+			dst = append(dst, '0')
+		}
+		return append(dst, d...), true
+	}
+	dst = append(dst, d[:len(d)-s]...)
+	dst = append(dst, '.')
+	return append(dst, d[len(d)-s:]...), true
+}
+
+// pow10 holds 10^0 to 10^6, exact in a float64.
+var pow10 = [...]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}
 
 const hexDigits = "0123456789abcdef"
 

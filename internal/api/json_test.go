@@ -3,7 +3,9 @@ package api
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -57,6 +59,51 @@ func TestAppendFloat(t *testing.T) {
 			t.Errorf("appendFloat(%v) = %s, want %s", tc.f, got, tc.want)
 		}
 	}
+}
+
+// checkDecimal checks appendDecimal against strconv for f: the same
+// text when it takes f, and that it takes every decimal it should.
+func checkDecimal(t *testing.T, f float64, mustTake bool) {
+	t.Helper()
+	got, ok := appendDecimal(nil, f)
+	if ok && string(got) != strconv.FormatFloat(f, 'f', -1, 64) {
+		t.Fatalf("appendDecimal(%v) = %s, want %s", f, got, strconv.FormatFloat(f, 'f', -1, 64))
+	}
+	if !ok && mustTake {
+		t.Fatalf("appendDecimal(%v) did not take it", f)
+	}
+}
+
+// TestAppendDecimal checks the fast path of appendFloat against
+// strconv's shortest formatting on decimals of every scale it takes and
+// some it does not, integers up to its bound, random floats and edges.
+func TestAppendDecimal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		s := rng.IntN(9)
+		m := rng.Int64N(1_000_000_000_000_000) >> rng.IntN(50)
+		f := float64(m) / math.Pow(10, float64(s))
+		if rng.IntN(2) == 0 {
+			f = -f
+		}
+		checkDecimal(t, f, s <= 6 && m < 1e15 && math.Abs(f) >= 1e-6 && math.Abs(f) < 1e9)
+		checkDecimal(t, math.Float64frombits(rng.Uint64()), false)
+		checkDecimal(t, rng.Float64()*math.Pow(10, float64(rng.IntN(20)-8)), false)
+	}
+	for _, f := range []float64{1e-6, 999999999, 999999999.999999, 1e9, 0.1, 0.2, 0.3, 1 / three, 5e-7, 123456.000001, math.Nextafter(1, 2), math.Nextafter(0.1, 1), 100, 0, math.Copysign(0, -1)} {
+		checkDecimal(t, f, false)
+		checkDecimal(t, -f, false)
+	}
+}
+
+// FuzzAppendDecimal checks appendDecimal against strconv on any float.
+func FuzzAppendDecimal(f *testing.F) {
+	for _, v := range []float64{0.57, 1e-6, 12345.678, 1 / three, -3, 999999999.5} {
+		f.Add(math.Float64bits(v))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		checkDecimal(t, math.Float64frombits(bits), false)
+	})
 }
 
 func TestAppendStrings(t *testing.T) {
