@@ -81,6 +81,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
 	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
 	fs.IntVar(&sc.QueryMaxSamples, "query.max-samples", sc.QueryMaxSamples, "most samples a single query may load into memory (each part of a split range query on its own)")
+	fs.IntVar(&sc.QueryMaxConcurrency, "query.max-concurrency", sc.QueryMaxConcurrency, "most queries evaluated at once; as many more wait for a slot, and more than that are refused with 503")
 	fs.IntVar(&sc.QueryRangeParallelism, "query.range-parallelism", sc.QueryRangeParallelism, "most parts a range query's steps are split into and evaluated at once, on different cores (default: the cores strata may use); 1 evaluates every query whole")
 	fs.DurationVar(&sc.DefaultSubqueryStep, "query.default-subquery-step", sc.DefaultSubqueryStep, "step of subqueries that do not give one")
 	var features stringList
@@ -166,6 +167,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--query.timeout must be positive")
 	case sc.QueryMaxSamples <= 0:
 		return cfg, fmt.Errorf("--query.max-samples must be positive")
+	case sc.QueryMaxConcurrency <= 0:
+		return cfg, fmt.Errorf("--query.max-concurrency must be positive")
 	case sc.QueryRangeParallelism <= 0:
 		return cfg, fmt.Errorf("--query.range-parallelism must be positive")
 	case sc.DefaultSubqueryStep <= 0:

@@ -45,6 +45,10 @@ type Options struct {
 	// LookbackDelta is the lookback of queries without a `lookback_delta`
 	// parameter. 0 means the engine's default.
 	LookbackDelta time.Duration
+	// MaxConcurrentQueries bounds the queries (instant and range)
+	// evaluated at once; as many more wait, and beyond that a query is
+	// refused with 503. 0 means no bound.
+	MaxConcurrentQueries int
 	// RangeParallelism is how many parts a range query's steps may be
 	// split into, evaluated at the same time (see split.go); 1 or less
 	// evaluates every query whole. Each part is held to the engine's
@@ -93,6 +97,7 @@ type API struct {
 	lookbackDelta time.Duration
 	// rangeParallelism is Options.RangeParallelism.
 	rangeParallelism int
+	queries          *gate
 	metadata         MetadataSource
 	exemplars        storage.ExemplarQueryable
 	tsdbStatus       TSDBStatusSource
@@ -117,6 +122,7 @@ func New(opts Options) *API {
 		metadata:      opts.Metadata,
 
 		rangeParallelism: opts.RangeParallelism,
+		queries:          newGate(opts.MaxConcurrentQueries),
 		exemplars:        opts.Exemplars,
 		tsdbStatus:       opts.TSDBStatus,
 		buildInfo:        newBuildInfo(opts.Version),

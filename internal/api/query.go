@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/timestamp"
 	"github.com/prometheus/prometheus/promql"
@@ -39,7 +40,7 @@ func (a *API) query(r *http.Request) result {
 	if err != nil {
 		return errResult(invalidParam("time", err))
 	}
-	ctx, cancel, aerr := a.queryContext(r)
+	ctx, cancel, aerr := a.admit(r)
 	if aerr != nil {
 		return errResult(aerr)
 	}
@@ -85,7 +86,7 @@ func (a *API) queryRange(r *http.Request) result {
 	if end.Sub(start)/step > maxPointsPerSeries {
 		return errResult(badData(errors.New("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)")))
 	}
-	ctx, cancel, aerr := a.queryContext(r)
+	ctx, cancel, aerr := a.admit(r)
 	if aerr != nil {
 		return errResult(aerr)
 	}
@@ -108,6 +109,23 @@ func (a *API) queryRange(r *http.Request) result {
 		return errResult(invalidParam("query", err))
 	}
 	return a.exec(ctx, cancel, qry, r.FormValue("stats"), limit)
+}
+
+// admit returns the context a query runs in (see queryContext) once the
+// query has a slot to run in, and the function that cancels the context
+// and gives the slot back.
+func (a *API) admit(r *http.Request) (context.Context, context.CancelFunc, *apiError) {
+	ctx, cancel, aerr := a.queryContext(r)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	leave, aerr := a.queries.enter(ctx)
+	if aerr != nil {
+		cancel()
+		return nil, nil, aerr
+	}
+	done := sync.OnceFunc(func() { cancel(); leave() })
+	return ctx, done, nil
 }
 
 // queryContext is the request's context bounded by the query timeout: the

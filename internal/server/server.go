@@ -71,6 +71,9 @@ type Config struct {
 	LookbackDelta   time.Duration
 	QueryTimeout    time.Duration
 	QueryMaxSamples int
+	// QueryMaxConcurrency bounds the queries evaluated at once
+	// (api.Options.MaxConcurrentQueries).
+	QueryMaxConcurrency int
 	// QueryRangeParallelism is how many parts a range query may be
 	// split into and evaluated at once (api.Options.RangeParallelism).
 	QueryRangeParallelism int
@@ -108,6 +111,8 @@ func DefaultConfig() Config {
 		LookbackDelta:       5 * time.Minute,
 		QueryTimeout:        2 * time.Minute,
 		QueryMaxSamples:     50000000,
+		// Prometheus' default --query.max-concurrency.
+		QueryMaxConcurrency: 20,
 		// A query may use every core Go runs on; a busy server shares
 		// them between queries as the scheduler does.
 		QueryRangeParallelism: runtime.GOMAXPROCS(0),
@@ -232,14 +237,15 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		QueryTimeout:  cfg.QueryTimeout,
 		LookbackDelta: cfg.LookbackDelta,
 		Metadata:      store,
+		Exemplars:     store,
+		TSDBStatus:    tsdbStatus{store},
+		Version:       cfg.Version,
+		Flags:         cfg.Flags,
+		Config:        effective,
+		StartTime:     start,
 
-		RangeParallelism: cfg.QueryRangeParallelism,
-		Exemplars:        store,
-		TSDBStatus:       tsdbStatus{store},
-		Version:          cfg.Version,
-		Flags:            cfg.Flags,
-		Config:           effective,
-		StartTime:        start,
+		RangeParallelism:     cfg.QueryRangeParallelism,
+		MaxConcurrentQueries: cfg.QueryMaxConcurrency,
 
 		StorageRetention: retentionString(cfg.RetentionTime, cfg.RetentionSize),
 	}).Register(apiMux)
