@@ -294,12 +294,14 @@ func appendVector(dst []byte, v promql.Vector) []byte {
 
 // Sizes a range vector's JSON is estimated with, in bytes: the series'
 // keys and brackets, a label pair, and a point. A float point is about
-// 25 bytes (`[1795686405.123,"0.57"]`) and one of many digits 40; a
-// histogram point some hundreds.
+// 25 bytes (`[1795686405.123,"0.57"]`) and one of 17 digits, as rates
+// are, 40: an estimate short of the answer costs a copy of all of it,
+// one over it only memory the pool keeps; a histogram point some
+// hundreds.
 const (
 	matrixSeriesOverhead = 32
 	labelPairSize        = 32
-	floatPointSize       = 32
+	floatPointSize       = 40
 	histogramPointSize   = 256
 )
 
