@@ -95,18 +95,19 @@ type API struct {
 	now           func() time.Time
 	queryTimeout  time.Duration
 	lookbackDelta time.Duration
-	// rangeParallelism is Options.RangeParallelism.
-	rangeParallelism int
-	queries          *gate
-	metadata         MetadataSource
-	exemplars        storage.ExemplarQueryable
-	tsdbStatus       TSDBStatusSource
-	buildInfo        buildInfo
-	flags            map[string]string
-	config           string
-	startTime        time.Time
+	metadata      MetadataSource
+	exemplars     storage.ExemplarQueryable
+	tsdbStatus    TSDBStatusSource
+	buildInfo     buildInfo
+	flags         map[string]string
+	config        string
+	startTime     time.Time
 	// storageRetention as runtimeinfo reports it.
 	storageRetention string
+	// rangeParallelism is Options.RangeParallelism; queries admits
+	// queries up to Options.MaxConcurrentQueries.
+	rangeParallelism int
+	queries          *gate
 }
 
 // New returns an API serving opts.Queryable through opts.Engine.
@@ -120,17 +121,16 @@ func New(opts Options) *API {
 		queryTimeout:  opts.QueryTimeout,
 		lookbackDelta: opts.LookbackDelta,
 		metadata:      opts.Metadata,
-
-		rangeParallelism: opts.RangeParallelism,
-		queries:          newGate(opts.MaxConcurrentQueries),
-		exemplars:        opts.Exemplars,
-		tsdbStatus:       opts.TSDBStatus,
-		buildInfo:        newBuildInfo(opts.Version),
-		flags:            opts.Flags,
-		config:           opts.Config,
-		startTime:        opts.StartTime.UTC(),
+		exemplars:     opts.Exemplars,
+		tsdbStatus:    opts.TSDBStatus,
+		buildInfo:     newBuildInfo(opts.Version),
+		flags:         opts.Flags,
+		config:        opts.Config,
+		startTime:     opts.StartTime.UTC(),
 
 		storageRetention: opts.StorageRetention,
+		rangeParallelism: opts.RangeParallelism,
+		queries:          newGate(opts.MaxConcurrentQueries),
 	}
 	if a.parser == nil {
 		a.parser = parser.NewParser(parser.Options{})

@@ -122,23 +122,28 @@ func (a *API) execSplit(ctx context.Context, cancel context.CancelFunc, opts pro
 func joinMatrices(mats []promql.Matrix) promql.Matrix {
 	var out promql.Matrix
 	next := make([]int, len(mats)) // of each part's series, the first not joined
+	holding := make([]int, 0, len(mats))
 	for {
 		var lset labels.Labels
-		found := false
+		holding = holding[:0] // the parts whose next series has labels lset
 		for j, m := range mats {
-			if next[j] < len(m) && (!found || labels.Compare(m[next[j]].Metric, lset) < 0) {
-				lset, found = m[next[j]].Metric, true
+			if next[j] == len(m) {
+				continue
+			}
+			switch c := labels.Compare(m[next[j]].Metric, lset); {
+			case len(holding) == 0 || c < 0:
+				lset, holding = m[next[j]].Metric, append(holding[:0], j)
+			case c == 0:
+				holding = append(holding, j)
 			}
 		}
-		if !found {
+		if len(holding) == 0 {
 			return out
 		}
 		var nf, nh int
-		for j, m := range mats {
-			if next[j] < len(m) && labels.Equal(m[next[j]].Metric, lset) {
-				nf += len(m[next[j]].Floats)
-				nh += len(m[next[j]].Histograms)
-			}
+		for _, j := range holding {
+			nf += len(mats[j][next[j]].Floats)
+			nh += len(mats[j][next[j]].Histograms)
 		}
 		s := promql.Series{Metric: lset}
 		if nf > 0 {
@@ -147,13 +152,12 @@ func joinMatrices(mats []promql.Matrix) promql.Matrix {
 		if nh > 0 {
 			s.Histograms = make([]promql.HPoint, 0, nh)
 		}
-		for j, m := range mats {
-			if next[j] < len(m) && labels.Equal(m[next[j]].Metric, lset) {
-				s.Floats = append(s.Floats, m[next[j]].Floats...)
-				s.Histograms = append(s.Histograms, m[next[j]].Histograms...)
-				s.DropName = s.DropName || m[next[j]].DropName
-				next[j]++
-			}
+		for _, j := range holding {
+			p := mats[j][next[j]]
+			s.Floats = append(s.Floats, p.Floats...)
+			s.Histograms = append(s.Histograms, p.Histograms...)
+			s.DropName = s.DropName || p.DropName
+			next[j]++
 		}
 		out = append(out, s)
 	}
