@@ -10,33 +10,35 @@ import (
 )
 
 // MemPostings is the head's inverted index: for every label name and
-// value, the sorted refs of the series that have it. Each distinct name
-// and value string is held once, as a map key, however many series share
-// it. It implements PostingsReader and is safe for concurrent use.
+// value, the sorted refs of the series that have it, compressed (see
+// refList). Each distinct name and value string is held once, as a map
+// key, however many series share it. It implements PostingsReader and is
+// safe for concurrent use.
 //
 // Locks are per label name: names guards the map of names, and each
 // name's values are guarded by that name's own lock. A query takes a
 // name's lock only to copy its value list or to read the lists of the
 // values it chose, never while it matches a regular expression, so a
 // heavy query does not hold up the creation of series. Lists are only
-// appended to or replaced, never changed in place below their length:
-// a reader that took a slice under a lock may read it after releasing it.
+// appended to or replaced, never changed in place: a reader that took a
+// list's postings under a lock may read them after releasing it.
 type MemPostings struct {
 	mu    sync.RWMutex // guards names and all
 	names map[string]*memValues
-	all   []storage.SeriesRef
+	all   refList
 	// unsorted is set while the head is replayed, when nothing reads the
-	// index: Add appends refs in the order series arrive and EnsureOrder
-	// sorts every list once at the end. A checkpoint lists series in map
-	// order, and inserting each ref in place copied its lists every time:
-	// quadratic in the number of series.
+	// index: Add keeps the refs that arrive out of order aside and
+	// EnsureOrder sorts them into every list once at the end. A
+	// checkpoint lists series in map order, and inserting each ref in
+	// place rebuilt its lists every time: quadratic in the number of
+	// series.
 	unsorted bool
 }
 
 // memValues are the postings of one label name.
 type memValues struct {
 	mu   sync.RWMutex
-	vals map[string][]storage.SeriesRef
+	vals map[string]refList
 }
 
 // NewMemPostings returns an empty index.
@@ -56,16 +58,13 @@ func NewUnorderedMemPostings() *MemPostings {
 // Add indexes a new series.
 func (p *MemPostings) Add(ref storage.SeriesRef, lset labels.Labels) {
 	p.mu.Lock()
-	insert := insertRef
-	if p.unsorted {
-		insert = appendRef
-	}
-	p.all = insert(p.all, ref)
+	unsorted := p.unsorted
+	p.all = p.all.add(ref, unsorted)
 	p.mu.Unlock()
 	lset.Range(func(l labels.Label) {
 		mv := p.values(l.Name, true)
 		mv.mu.Lock()
-		mv.vals[l.Value] = insert(mv.vals[l.Value], ref)
+		mv.vals[l.Value] = mv.vals[l.Value].add(ref, unsorted)
 		mv.mu.Unlock()
 	})
 }
@@ -81,32 +80,10 @@ func (p *MemPostings) values(name string, create bool) *memValues {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if mv = p.names[name]; mv == nil {
-		mv = &memValues{vals: map[string][]storage.SeriesRef{}}
+		mv = &memValues{vals: map[string]refList{}}
 		p.names[name] = mv
 	}
 	return mv
-}
-
-func appendRef(list []storage.SeriesRef, ref storage.SeriesRef) []storage.SeriesRef {
-	return append(list, ref)
-}
-
-// insertRef adds ref to the sorted list. Refs are handed out in increasing
-// order, so the append at the end is the common case.
-func insertRef(list []storage.SeriesRef, ref storage.SeriesRef) []storage.SeriesRef {
-	n := len(list)
-	if n == 0 || list[n-1] < ref {
-		return append(list, ref)
-	}
-	i, found := slices.BinarySearch(list, ref)
-	if found {
-		return list
-	}
-	// Copy rather than shift in place: readers may hold the old slice.
-	out := make([]storage.SeriesRef, 0, n+1)
-	out = append(out, list[:i]...)
-	out = append(out, ref)
-	return append(out, list[i:]...)
 }
 
 // EnsureOrder sorts the lists Add appended to since
@@ -117,15 +94,11 @@ func (p *MemPostings) EnsureOrder() {
 	if !p.unsorted {
 		return
 	}
-	sortRefs := func(list []storage.SeriesRef) []storage.SeriesRef {
-		slices.Sort(list)
-		return slices.Compact(list)
-	}
-	p.all = sortRefs(p.all)
+	p.all = p.all.sorted()
 	for _, mv := range p.names {
 		mv.mu.Lock()
 		for v, list := range mv.vals {
-			mv.vals[v] = sortRefs(list)
+			mv.vals[v] = list.sorted()
 		}
 		mv.mu.Unlock()
 	}
@@ -139,17 +112,8 @@ func (p *MemPostings) Delete(refs []storage.SeriesRef, lsets []labels.Labels) {
 	refs = slices.Clone(refs)
 	slices.Sort(refs)
 	refs = slices.Compact(refs)
-	drop := func(list []storage.SeriesRef) []storage.SeriesRef {
-		out := make([]storage.SeriesRef, 0, len(list))
-		for _, r := range list {
-			if _, found := slices.BinarySearch(refs, r); !found {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
 	p.mu.Lock()
-	p.all = drop(p.all)
+	p.all = p.all.without(refs)
 	p.mu.Unlock()
 
 	touched := map[string]map[string]struct{}{}
@@ -170,7 +134,7 @@ func (p *MemPostings) Delete(refs []storage.SeriesRef, lsets []labels.Labels) {
 		}
 		mv.mu.Lock()
 		for v := range vals {
-			if list := drop(mv.vals[v]); len(list) > 0 {
+			if list := mv.vals[v].without(refs); list.len() > 0 {
 				mv.vals[v] = list
 			} else {
 				delete(mv.vals, v)
@@ -228,8 +192,8 @@ func (p *MemPostings) Postings(name string, values ...string) (Postings, error) 
 	its := make([]Postings, 0, len(values))
 	mv.mu.RLock()
 	for _, v := range values {
-		if list := mv.vals[v]; len(list) > 0 {
-			its = append(its, NewListPostings(list))
+		if list := mv.vals[v]; list.len() > 0 {
+			its = append(its, list.postings())
 		}
 	}
 	mv.mu.RUnlock()
@@ -239,9 +203,8 @@ func (p *MemPostings) Postings(name string, values ...string) (Postings, error) 
 // AllPostings implements PostingsReader.
 func (p *MemPostings) AllPostings() (Postings, error) {
 	p.mu.RLock()
-	all := p.all
-	p.mu.RUnlock()
-	return NewListPostings(all), nil
+	defer p.mu.RUnlock()
+	return p.all.postings(), nil
 }
 
 // Stats are counts over the whole index, for /api/v1/status/tsdb.
