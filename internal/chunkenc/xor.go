@@ -46,15 +46,25 @@ const maxLeading = 31
 // Bytes returns, so readers of that memory must be synchronised with the
 // appender, or work on a copy. The zero value is not usable; use
 // NewXORChunk.
+//
+// A chunk kept open for long can hand the bytes it has finished to its
+// owner (Detach), who keeps them elsewhere, and then holds in memory only
+// the bytes appended since: the head keeps the first half of an open
+// chunk in a file this way.
 type XORChunk struct {
-	w bitWriter // w.buf is the whole chunk, header included
+	t      int64  // last timestamp
+	tDelta int64  // last timestamp delta (wraps like int64 arithmetic)
+	v      uint64 // bits of the last value
 
-	num     uint16 // samples appended; mirrors the header
-	t       int64  // last timestamp
-	tDelta  int64  // last timestamp delta (wraps like int64 arithmetic)
-	v       uint64 // bits of the last value
+	// w.buf is the chunk after its detached bytes: the whole chunk,
+	// header included, until Detach.
+	w bitWriter
+
+	num     uint16 // samples appended; mirrors the header while none is detached
 	leading uint8  // leading zeros of the current XOR window
 	sigbits uint8  // width of the current XOR window; trailing = 64-leading-sigbits
+	// detached is how many of the chunk's leading bytes Detach handed off.
+	detached uint32
 }
 
 // NewXORChunk returns an empty chunk.
@@ -79,8 +89,58 @@ func (c *XORChunk) Reset() {
 // NumSamples returns the number of samples appended so far.
 func (c *XORChunk) NumSamples() int { return int(c.num) }
 
+// Finished returns the bytes after the detached ones that appends no
+// longer change: all but a partly written last byte. If none is detached
+// yet, they start with the header, holding the sample count of now. The
+// result aliases the chunk's memory, as Bytes does.
+func (c *XORChunk) Finished() []byte {
+	n := len(c.w.buf)
+	if c.w.free != 0 {
+		n--
+	}
+	return c.w.buf[:n:n]
+}
+
+// Detach drops the first n bytes of what Finished returned from the
+// chunk's memory, which keeps its capacity: the caller holds them now.
+// Bytes then returns only the bytes after all detached ones, and Append no
+// longer updates the header.
+func (c *XORChunk) Detach(n int) {
+	if n > len(c.Finished()) {
+		panic("chunkenc: Detach of unfinished bytes")
+	}
+	c.w.buf = c.w.buf[:copy(c.w.buf, c.w.buf[n:])]
+	c.detached += uint32(n)
+}
+
+// Detached returns how many of the chunk's leading bytes were detached.
+func (c *XORChunk) Detached() int { return int(c.detached) }
+
+// AppendWhole appends the whole chunk to dst: detached, the bytes Detach
+// handed off as their holder has them, then those the chunk holds, with
+// the header's sample count set to the chunk's.
+func (c *XORChunk) AppendWhole(dst, detached []byte) []byte {
+	start := len(dst)
+	dst = append(dst, detached[:c.detached]...)
+	dst = append(dst, c.w.buf...)
+	SetXORSampleCount(dst[start:], c.NumSamples())
+	return dst
+}
+
+// SetXORSampleCount writes n, at most math.MaxUint16, as the sample count
+// into the header at the start of the XOR chunk b.
+func SetXORSampleCount(b []byte, n int) {
+	binary.BigEndian.PutUint16(b, uint16(n))
+}
+
+// AppendXORHeader appends the header of an XOR chunk of n samples.
+func AppendXORHeader(dst []byte, n int) []byte {
+	return binary.BigEndian.AppendUint16(dst, uint16(n))
+}
+
 // Bytes returns the encoded chunk: the header and all samples appended so
-// far, ready for NewXORIterator or to be written out.
+// far, ready for NewXORIterator or to be written out. After Detach, it
+// returns only the bytes after the detached ones (see AppendWhole).
 //
 // The result aliases the chunk's memory and is only a snapshot in length.
 // A later Append rewrites the first two bytes (the sample count) and its
@@ -128,7 +188,9 @@ func (c *XORChunk) Append(t int64, v float64) {
 	c.t = t
 	c.v = vb
 	c.num++
-	binary.BigEndian.PutUint16(c.w.buf, c.num)
+	if c.detached == 0 {
+		binary.BigEndian.PutUint16(c.w.buf, c.num)
+	}
 }
 
 // dodCode returns the code of a timestamp delta-of-delta in the smallest

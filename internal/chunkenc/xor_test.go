@@ -562,3 +562,62 @@ func TestXORChunkReset(t *testing.T) {
 		t.Fatalf("Reset+Append allocated %v times", allocs)
 	}
 }
+
+// TestXORDetach detaches the finished bytes of chunks at random points,
+// as the head does, and checks that the whole chunk put back together
+// from the detached bytes and the rest is the chunk never detached, byte
+// for byte, at every sample count; and that Reset starts over.
+func TestXORDetach(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	cases := roundTripCases()
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		samples := cases[name]
+		if len(samples) > 5000 {
+			continue // put together at every sample: quadratic
+		}
+		t.Run(name, func(t *testing.T) {
+			for range 20 {
+				whole, c := NewXORChunk(), NewXORChunk()
+				var held []byte // what the owner of the detached bytes keeps
+				for i, s := range samples {
+					whole.Append(s.t, math.Float64frombits(s.v))
+					c.Append(s.t, math.Float64frombits(s.v))
+					if rng.IntN(8) == 0 {
+						f := c.Finished()
+						n := rng.IntN(len(f) + 1)
+						held = append(held, f[:n]...)
+						c.Detach(n)
+					}
+					if c.Detached() != len(held) {
+						t.Fatalf("sample %d: Detached %d, held %d", i, c.Detached(), len(held))
+					}
+					if got := c.AppendWhole([]byte("x"), held); !bytes.Equal(got[1:], whole.Bytes()) || got[0] != 'x' {
+						t.Fatalf("sample %d: put together\n%x\nwant\n%x", i, got[1:], whole.Bytes())
+					}
+				}
+				c.Reset()
+				whole.Reset()
+				c.Append(1, 2)
+				whole.Append(1, 2)
+				if c.Detached() != 0 || !bytes.Equal(c.Bytes(), whole.Bytes()) {
+					t.Fatalf("after Reset: %x, want %x", c.Bytes(), whole.Bytes())
+				}
+			}
+		})
+	}
+}
+
+func TestXORHeaderHelpers(t *testing.T) {
+	c := NewXORChunk()
+	for i := range 300 {
+		c.Append(int64(i), float64(i))
+	}
+	b := slices.Clone(c.Bytes())
+	if got := AppendXORHeader(nil, 300); !bytes.Equal(got, b[:2]) {
+		t.Errorf("AppendXORHeader(300) = %x, chunk header %x", got, b[:2])
+	}
+	SetXORSampleCount(b, 7)
+	if got := AppendXORHeader(nil, 7); !bytes.Equal(got, b[:2]) {
+		t.Errorf("SetXORSampleCount(7) wrote %x, want %x", b[:2], got)
+	}
+}

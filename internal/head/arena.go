@@ -78,8 +78,10 @@ type chunkArena struct {
 	// for file blocks, the bytes written to them, which fileBytes counts
 	// alone.
 	mapped, fileBytes int64
-	// chunks counts the chunks copied and not released, large ones too.
-	chunks int64
+	// chunks counts the chunks copied or reserved and not released, large
+	// ones too; open counts those of them that are the regions of open
+	// chunks that spilled (see memSeries.spillOpen).
+	chunks, open int64
 }
 
 type arenaBlock struct {
@@ -108,54 +110,75 @@ func openArena(dir string, logger *slog.Logger) (*chunkArena, error) {
 	return a, nil
 }
 
+// maxArenaChunk is the largest chunk the arena takes into a block: a
+// rare, unusually large chunk would waste the rest of one.
+const maxArenaChunk = chunkArenaBlock / 8
+
 // copy returns a copy of b in arena memory, with capacity equal to its
 // length so that appending to it cannot overwrite a neighbour.
 func (a *chunkArena) copy(b []byte) []byte {
+	if len(b) > 0 && len(b) <= maxArenaChunk {
+		out := a.reserve(len(b))
+		if a.write(out, 0, b) == nil {
+			return out
+		}
+		a.release(out)
+	}
+	// Too large, or its file could not be written: the collector owns
+	// the copy; release only counts it.
 	a.mu.Lock()
 	a.chunks++
-	if len(b) > chunkArenaBlock/8 || len(b) == 0 {
-		a.mu.Unlock()
-		// A rare, unusually large chunk: do not let it waste the rest
-		// of a block. The collector owns it; release only counts it.
-		return append([]byte(nil), b...)
-	}
-	if a.cur == nil || cap(a.cur.mem)-len(a.cur.mem) < len(b) {
+	a.mu.Unlock()
+	return append([]byte(nil), b...)
+}
+
+// reserve returns n bytes of arena memory, n in [1, maxArenaChunk], for a
+// chunk whose bytes write puts there, in one go (copy) or in parts (a
+// spilled open chunk). Like a chunk, they are given back by release.
+//
+// The bytes are reserved under the lock and written outside it: no one
+// else writes there, and the block cannot be freed while it is cur or
+// holds them.
+func (a *chunkArena) reserve(n int) []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.chunks++
+	if a.cur == nil || cap(a.cur.mem)-len(a.cur.mem) < n {
 		a.newBlock()
 	}
-	// Reserve the bytes under the lock and fill them outside it: no one
-	// else writes there, and the block cannot be freed while it is cur
-	// or holds this chunk.
 	blk := a.cur
 	start := len(blk.mem)
-	blk.mem = blk.mem[:start+len(b)]
+	blk.mem = blk.mem[:start+n]
 	blk.live++
 	if blk.file != nil {
-		a.mapped += int64(len(b))
-		a.fileBytes += int64(len(b))
+		a.mapped += int64(n)
+		a.fileBytes += int64(n)
 	}
-	out := blk.mem[start:len(blk.mem):len(blk.mem)]
-	a.mu.Unlock()
+	return blk.mem[start : start+n : start+n]
+}
 
+// write puts b at offset off of region, bytes reserve returned. If the
+// block's file cannot be written, the block takes no more chunks and new
+// blocks are memory; region stays reserved until released.
+func (a *chunkArena) write(region []byte, off int, b []byte) error {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
+	a.mu.Lock()
+	blk := a.blockOf(p)
+	a.mu.Unlock()
 	if blk.file == nil {
-		copy(out, b)
-		return out
+		copy(region[off:], b)
+		return nil
 	}
-	if err := blk.file.write(b, start); err != nil {
+	if err := blk.file.write(b, int(p-blk.base)+off); err != nil {
 		a.mu.Lock()
-		// The bytes stay reserved, counted until the block is freed.
-		// The block takes no more chunks: the next goes to memory.
 		a.disableFiles(err)
-		blk.live--
 		if blk == a.cur {
 			a.cur = nil
 		}
-		if blk.live == 0 {
-			a.unmap(blk)
-		}
 		a.mu.Unlock()
-		return append([]byte(nil), b...)
+		return err
 	}
-	return out
+	return nil
 }
 
 // newBlock maps a new current block. The previous one, if all its chunks
@@ -279,13 +302,7 @@ func (c *chunkCopier) copy(chunks []chunkenc.Meta) ([]chunkenc.Meta, error) {
 	for _, m := range chunks {
 		f, off := c.arena.fileOf(m.Data)
 		if f != nil {
-			if cap(c.buf)-len(c.buf) < len(m.Data) {
-				// A new buffer: what was handed out keeps the old one.
-				c.buf = make([]byte, 0, max(2*cap(c.buf), len(m.Data), copyChunkBuf))
-			}
-			n := len(c.buf)
-			c.buf = c.buf[:n+len(m.Data)]
-			data := c.buf[n:len(c.buf):len(c.buf)]
+			data := c.alloc(len(m.Data))
 			if err := f.read(data, off); err != nil {
 				return nil, err
 			}
@@ -294,6 +311,35 @@ func (c *chunkCopier) copy(chunks []chunkenc.Meta) ([]chunkenc.Meta, error) {
 		c.metas = append(c.metas, m)
 	}
 	return c.metas[start:len(c.metas):len(c.metas)], nil
+}
+
+// alloc returns n bytes of the copier's memory.
+func (c *chunkCopier) alloc(n int) []byte {
+	if cap(c.buf)-len(c.buf) < n {
+		// A new buffer: what was handed out keeps the old one.
+		c.buf = make([]byte, 0, max(2*cap(c.buf), n, copyChunkBuf))
+	}
+	start := len(c.buf)
+	c.buf = c.buf[:start+n]
+	return c.buf[start:len(c.buf):len(c.buf)]
+}
+
+// whole returns the open chunk x, which spilled into region, put together
+// in the copier's memory, its detached bytes read from their file. It
+// stays valid until reset.
+func (c *chunkCopier) whole(x *chunkenc.XORChunk, region []byte) ([]byte, error) {
+	d := x.Detached()
+	head := region[:d:d]
+	if f, off := c.arena.fileOf(head); f != nil {
+		head = c.alloc(d)
+		if err := f.read(head, off); err != nil {
+			return nil, err
+		}
+	}
+	// head is the start of the copier's newest memory or region itself:
+	// put the chunk together after it.
+	data := c.alloc(d + len(x.Bytes()))
+	return x.AppendWhole(data[:0], head), nil
 }
 
 // reset lets the copier reuse its memory: nothing copy returned before may
@@ -354,9 +400,19 @@ func (a *chunkArena) bytes() (all, inFiles int64) {
 	return a.mapped, a.fileBytes
 }
 
-// liveChunks returns the number of chunks copied and not released.
+// liveChunks returns the number of closed chunks copied and not
+// released.
 func (a *chunkArena) liveChunks() int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.chunks
+	return a.chunks - a.open
+}
+
+// addOpen adds delta to the count of reserved regions that belong to open
+// chunks: 1 when an open chunk spills into one, -1 when it leaves its
+// series (closed in it, or dropped).
+func (a *chunkArena) addOpen(delta int64) {
+	a.mu.Lock()
+	a.open += delta
+	a.mu.Unlock()
 }

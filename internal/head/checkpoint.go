@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,7 +123,11 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 	)
 	for s := range h.series.all() {
 		starts = s.appendStartTimes(starts)
-		cs := s.checkpointEntry(chunks)
+		cs, err := s.checkpointEntry(chunks, &copier)
+		if err != nil {
+			w.Close()
+			return 0, err
+		}
 		chunks = cs.Chunks
 		if cs.Chunks, err = copier.copy(cs.Chunks); err != nil {
 			w.Close()
@@ -187,8 +192,9 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 }
 
 // checkpointEntry returns the series as a checkpoint holds it, its chunks
-// appended to chunks[:0].
-func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta) record.RefChunkSeries {
+// appended to chunks[:0]. The open chunk is copied, by copier if it
+// spilled.
+func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier) (record.RefChunkSeries, error) {
 	cs := record.RefChunkSeries{Ref: s.ref, Labels: s.lset}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,12 +204,19 @@ func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta) record.RefChunkSerie
 	}
 	if s.hasOpenSamples() {
 		// The open chunk's bytes change with every append: copy them.
-		cs.Chunks = append(cs.Chunks, chunkenc.Meta{
-			Data: append([]byte(nil), s.head.Bytes()...), MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding(),
-		})
+		data := s.head.Bytes()
+		if x, ok := s.head.(*chunkenc.XORChunk); ok && s.spill != nil {
+			var err error
+			if data, err = copier.whole(x, s.spillRegion()); err != nil {
+				return cs, err
+			}
+		} else {
+			data = slices.Clone(data)
+		}
+		cs.Chunks = append(cs.Chunks, chunkenc.Meta{Data: data, MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()})
 	}
 	cs.LastV = s.lastV
-	return cs
+	return cs, nil
 }
 
 // lastCheckpoint returns the newest complete checkpoint in walDir and the

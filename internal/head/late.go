@@ -62,7 +62,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		old  headChunk
 	)
 	if open {
-		data, enc = s.head.Bytes(), s.head.Encoding()
+		data, enc = s.openBytes(), s.head.Encoding()
 	} else {
 		old = s.chunks[i]
 		data, enc = old.bytes(), old.encoding()
@@ -86,6 +86,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 	// that the next late sample finds room rather than a full chunk.
 	enc2 := *m
 	enc2.lists, enc2.rangeLo, enc2.rangeHi = nil, 0, 0
+	enc2.noSpill = true // tmp's open chunk becomes the series'; see spillOpen
 	parts := (len(samples) + m.samples - 1) / m.samples
 	enc2.samples = (len(samples) + parts - 1) / parts
 	tmp := memSeries{maxt: math.MinInt64}
@@ -103,6 +104,9 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		chunks := make([]headChunk, 0, len(s.chunks)+len(tmp.chunks))
 		chunks = append(chunks, s.chunks...)
 		s.chunks = append(chunks, tmp.chunks...)
+		if region := s.dropSpill(m.arena); region != nil {
+			m.retired = append(m.retired, region)
+		}
 		s.head, s.headMint = tmp.head, tmp.headMint
 		m.inserted++
 		return true, nil
@@ -130,7 +134,7 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 		mint, maxt int64
 	)
 	if open {
-		data, enc, mint, maxt = s.head.Bytes(), s.head.Encoding(), s.headMint, s.maxt
+		data, enc, mint, maxt = s.openBytes(), s.head.Encoding(), s.headMint, s.maxt
 	} else {
 		c := s.chunks[i]
 		data, enc, mint, maxt = c.bytes(), c.encoding(), c.mint, c.maxt()

@@ -87,7 +87,7 @@ func TestInsertRandom(t *testing.T) {
 		for _, data := range m.retired {
 			arena.release(data)
 		}
-		s.truncate(math.MinInt64, math.MaxInt64, nil)
+		s.truncate(math.MinInt64, math.MaxInt64, nil, nil)
 		for _, c := range s.chunks {
 			arena.release(c.bytes())
 		}

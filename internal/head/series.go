@@ -3,8 +3,10 @@ package head
 import (
 	"iter"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -24,9 +26,10 @@ type memSeries struct {
 
 	mu sync.Mutex
 	// state is where the series is in its removal by Truncate; see
-	// seriesState. It fits in the padding after mu, keeping memSeries in
-	// the 112-byte size class.
+	// seriesState. It and spillLen fit in the padding after mu.
 	state seriesState
+	// spillLen is the length of the region spill points to.
+	spillLen uint16
 	// chunks are the closed chunks, oldest first. Their bytes never change
 	// after the chunk is closed, so a querier may keep them without a lock.
 	chunks []headChunk
@@ -36,6 +39,9 @@ type memSeries struct {
 	// bytes in place: readers copy them under mu.
 	head     openChunk
 	headMint int64
+	// spill is the arena region holding the bytes an open XOR chunk
+	// detached (see spillOpen), nil if it has detached none.
+	spill *byte
 	// maxt and lastV are the newest sample, kept here so that the out-of-order
 	// and duplicate checks do not decode the chunk. maxt is math.MinInt64
 	// while the series has no sample. lastV is meaningless when the newest
@@ -68,6 +74,10 @@ type chunkMem struct {
 	// series of a batch mostly share one, and a lookup within it saves
 	// two divisions per sample.
 	rangeLo, rangeHi int64
+	// noSpill keeps open chunks from spilling (see spillOpen); spillBuf
+	// is spillOpen's and cut's buffer.
+	noSpill  bool
+	spillBuf []byte
 	// late is insert's buffer for the samples of the chunk a late sample
 	// goes into; retired gets the bytes of closed chunks insert replaced,
 	// for the caller to retire (see retireChunks).
@@ -220,6 +230,85 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 	c.Append(t, v)
 	s.maxt = t
 	s.lastV = v
+	if c.NumSamples() == m.samples/2 && m.samples >= minSpillSamples && !m.noSpill {
+		s.spillOpen(c, m)
+	}
+}
+
+// minSpillSamples is the smallest chunk size at which open chunks spill:
+// below it the chunk is too short to be worth a write.
+const minSpillSamples = 16
+
+// spillOpen moves the first half of the open XOR chunk c, the bytes it has
+// finished, into a region of the arena large enough for the whole chunk
+// (an estimate from the first half, with room to spare). The chunk's
+// memory then holds only its second half, and cut writes that after the
+// first in the region, which becomes the closed chunk.
+//
+// All series cut their chunks together (at the sample count and at block
+// ranges), so their open chunks are full at the same moment, and the
+// head's peak memory was theirs at full size: half of the heap at a
+// million series. With the arena in files, the first half is in the page
+// cache instead. It costs one write per chunk more. mu must be held.
+func (s *memSeries) spillOpen(c *chunkenc.XORChunk, m *chunkMem) {
+	f := c.Finished()
+	// The whole chunk, if the second half is like the first, and an
+	// eighth more.
+	size := len(f)*m.samples/c.NumSamples() + len(f)/4 + 16
+	if size > min(maxArenaChunk, math.MaxUint16) {
+		return
+	}
+	region := m.arena.reserve(size)
+	// The region's header says the chunk is full: cut writes it again
+	// only if the chunk is cut before.
+	m.spillBuf = append(m.spillBuf[:0], f...)
+	chunkenc.SetXORSampleCount(m.spillBuf, m.samples)
+	if err := m.arena.write(region, 0, m.spillBuf); err != nil {
+		m.arena.release(region)
+		return
+	}
+	c.Detach(len(f))
+	s.spill, s.spillLen = unsafe.SliceData(region), uint16(size)
+	m.arena.addOpen(1)
+}
+
+// spillRegion returns the region spill points to, nil if none.
+func (s *memSeries) spillRegion() []byte {
+	if s.spill == nil {
+		return nil
+	}
+	return unsafe.Slice(s.spill, s.spillLen)
+}
+
+// dropSpill lets go of the open chunk's region in arena, if it has one,
+// for the caller to make a closed chunk of or retire (see retireChunks),
+// and returns it.
+func (s *memSeries) dropSpill(arena *chunkArena) []byte {
+	region := s.spillRegion()
+	if region != nil {
+		arena.addOpen(-1)
+		s.spill, s.spillLen = nil, 0
+	}
+	return region
+}
+
+// openBytes returns the open chunk's bytes, whole: if it spilled, a copy
+// put together from its region and its memory; else they are the chunk's
+// memory, which the next append changes. mu must be held.
+func (s *memSeries) openBytes() []byte {
+	if c, ok := s.head.(*chunkenc.XORChunk); ok && c.Detached() > 0 {
+		return c.AppendWhole(make([]byte, 0, c.Detached()+len(c.Bytes())), s.spillRegion())
+	}
+	return s.head.Bytes()
+}
+
+// openCopy returns a copy of the open chunk's bytes, whole. mu must be
+// held.
+func (s *memSeries) openCopy() []byte {
+	if s.spill != nil {
+		return s.openBytes()
+	}
+	return slices.Clone(s.head.Bytes())
 }
 
 // closeOpen closes the open chunk, if it has samples, before a sample of
@@ -234,13 +323,40 @@ func (s *memSeries) closeOpen(m *chunkMem) {
 // the open chunk for the next samples, reusing its memory. Readers only
 // ever see copies of the open chunk's bytes, so none is affected.
 func (s *memSeries) cut(m *chunkMem) {
-	c := newHeadChunk(m.arena.copy(s.head.Bytes()), s.headMint, s.maxt, s.head.Encoding())
+	var data []byte
+	if x, ok := s.head.(*chunkenc.XORChunk); ok && s.spill != nil {
+		data = s.closeSpilled(x, m)
+	} else {
+		data = m.arena.copy(s.head.Bytes())
+	}
+	c := newHeadChunk(data, s.headMint, s.maxt, s.head.Encoding())
 	if m.lists != nil {
 		s.chunks = m.lists.appendChunk(s.chunks, c)
 	} else {
 		s.chunks = append(s.chunks, c)
 	}
 	s.head.Reset()
+}
+
+// closeSpilled writes the rest of the spilled open chunk c after its first
+// half in the region and returns the closed chunk's bytes there. If the
+// rest does not fit, or cannot be written, the chunk is put together and
+// copied as a whole, and the region is retired. mu must be held.
+func (s *memSeries) closeSpilled(c *chunkenc.XORChunk, m *chunkMem) []byte {
+	region := s.dropSpill(m.arena)
+	d, rest := c.Detached(), c.Bytes()
+	if n := d + len(rest); n <= len(region) && m.arena.write(region, d, rest) == nil {
+		if c.NumSamples() == m.samples {
+			return region[:n:n]
+		}
+		m.spillBuf = chunkenc.AppendXORHeader(m.spillBuf[:0], c.NumSamples())
+		if m.arena.write(region, 0, m.spillBuf) == nil {
+			return region[:n:n]
+		}
+	}
+	m.retired = append(m.retired, region)
+	m.spillBuf = c.AppendWhole(m.spillBuf[:0], region)
+	return m.arena.copy(m.spillBuf)
 }
 
 // mint returns the oldest timestamp of the series, math.MaxInt64 if it has
@@ -267,10 +383,7 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.
 		}
 	}
 	if s.hasOpenSamples() && s.maxt >= mint && s.headMint <= maxt {
-		b := s.head.Bytes()
-		data := make([]byte, len(b))
-		copy(data, b)
-		dst = append(dst, chunkenc.Meta{Data: data, MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()})
+		dst = append(dst, chunkenc.Meta{Data: s.openCopy(), MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()})
 	}
 	return dst, s.startsSnapshot()
 }

@@ -54,7 +54,7 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 		enc  chunkenc.Encoding
 	)
 	if s.hasOpenSamples() {
-		data, enc = s.head.Bytes(), s.head.Encoding()
+		data, enc = s.openBytes(), s.head.Encoding()
 	} else if n := len(s.chunks); n > 0 {
 		data, enc = s.chunks[n-1].bytes(), s.chunks[n-1].encoding()
 	}

@@ -51,7 +51,7 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 	left := int64(math.MaxInt64)
 	for s := range h.series.all() {
 		var mint int64
-		dropped, mint = s.truncate(lo, hi, dropped)
+		dropped, mint = s.truncate(lo, hi, dropped, h.arena)
 		if mint == math.MaxInt64 {
 			doomed = append(doomed, s)
 		}
@@ -62,7 +62,7 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 		lower(&h.mint, left)
 	}
 	st.Chunks = len(dropped)
-	dropped = slices.DeleteFunc(dropped, func(b []byte) bool { return b == nil }) // open chunks, never in the arena
+	dropped = slices.DeleteFunc(dropped, func(b []byte) bool { return b == nil }) // open chunks that did not spill
 	st.ArenaBytesFree = h.retireChunks(dropped)
 	// Compaction read the range just dropped, and with it neighbouring
 	// pages of chunks still held.
@@ -167,15 +167,28 @@ func (g *appenderGens) waitForOlder() {
 }
 
 // truncate drops the series' chunks that lie in [lo, hi], appending
-// their bytes to dropped (nil for the open chunk, whose memory is the
-// collector's), and returns its oldest sample left, math.MaxInt64 if none
-// is; a series left without samples is doomed.
-func (s *memSeries) truncate(lo, hi int64, dropped [][]byte) ([][]byte, int64) {
+// their bytes to dropped (for the open chunk, its spill region in arena,
+// or nil if it has none: its memory is the collector's), and returns its
+// oldest sample left, math.MaxInt64 if none is; a series left without
+// samples is doomed.
+func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) ([][]byte, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := func(c headChunk) bool { return c.mint >= lo && c.maxt() <= hi }
-	if slices.ContainsFunc(s.chunks, in) {
-		kept := make([]headChunk, 0, len(s.chunks))
+	n := 0 // chunks kept
+	for _, c := range s.chunks {
+		if !in(c) {
+			n++
+		}
+	}
+	if n < len(s.chunks) {
+		// A new array, of the chunks kept alone (the collector keeps a
+		// whole array, its capacity beyond the slice too): a checkpoint
+		// may be encoding the old one.
+		var kept []headChunk
+		if n > 0 {
+			kept = make([]headChunk, 0, n)
+		}
 		for _, c := range s.chunks {
 			if in(c) {
 				dropped = append(dropped, c.bytes())
@@ -183,15 +196,11 @@ func (s *memSeries) truncate(lo, hi int64, dropped [][]byte) ([][]byte, int64) {
 				kept = append(kept, c)
 			}
 		}
-		// A new array: a checkpoint may be encoding the old one.
-		s.chunks = slices.Clip(kept)
-		if len(s.chunks) == 0 {
-			s.chunks = nil
-		}
+		s.chunks = kept
 	}
 	if s.hasOpenSamples() && s.headMint >= lo && s.maxt <= hi {
 		s.head = nil
-		dropped = append(dropped, nil)
+		dropped = append(dropped, s.dropSpill(arena))
 	}
 	mint := s.mint()
 	if s.starts != nil && mint != math.MaxInt64 {

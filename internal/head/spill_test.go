@@ -1,0 +1,163 @@
+package head
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+)
+
+// TestOpenChunkSpill appends series whose open chunks spill their first
+// half into the arena (see spillOpen) and checks every sample through
+// queries, a checkpoint and a replay, with the arena in files and in
+// memory. The series cover each way a spilled chunk closes: full, cut
+// early by a block range (its header rewritten), with a second half too
+// large for its region (put together and copied), and with late samples
+// that rebuild it.
+func TestOpenChunkSpill(t *testing.T) {
+	for _, files := range []bool{true, false} {
+		name := "memory"
+		if files {
+			name = "files"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			open := func() *Head {
+				opts := DefaultOptions()
+				opts.WALDir = dir
+				if files {
+					opts.ChunkDir = filepath.Join(dir, "chunks_head")
+				}
+				opts.Stripes = 4
+				opts.BlockRange = 200_000 // 200 samples: chunks of 120, then 80
+				opts.OutOfOrderWindow = 50_000
+				h, err := Open(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return h
+			}
+			h := open()
+			rng := rand.New(rand.NewPCG(7, 8))
+			values := map[string]func(i int) float64{
+				"counter": func(i int) float64 { return float64(i * 3) },
+				"noisy":   func(int) float64 { return rng.Float64() },
+				// Constant for the first half of a chunk, then noisy: the
+				// second half overflows the region sized from the first.
+				"overflow": func(i int) float64 {
+					if i%120 < 60 {
+						return 1
+					}
+					return rng.Float64()
+				},
+			}
+			want := map[string][]sample{}
+			lsets := map[string]labels.Labels{}
+			for k := range values {
+				lsets[k] = labels.FromStrings("__name__", "m", "kind", k)
+			}
+			spilled := 0
+			for i := range 700 {
+				app := h.Appender(context.Background())
+				for k, v := range values {
+					ts := int64(i) * 1000
+					x := v(i)
+					if k == "counter" && i%50 == 49 {
+						// A late sample, between the two before: it rebuilds
+						// the chunk it goes into.
+						ts -= 1500
+					}
+					mustAppend(t, app, lsets[k], ts, x)
+					want[lsets[k].String()] = insertSample(want[lsets[k].String()], sample{ts, x})
+				}
+				if err := app.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				for s := range h.series.all() {
+					s.mu.Lock()
+					if s.spill != nil {
+						spilled++
+					}
+					s.mu.Unlock()
+				}
+				if i%37 == 0 || i%120 == 119 || i%200 == 199 {
+					assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64), want)
+				}
+				if i == 450 {
+					if err := h.Checkpoint(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if spilled == 0 {
+				t.Fatal("no open chunk spilled")
+			}
+			checkClosedChunks(t, h)
+			if err := h.Close(); err != nil {
+				t.Fatal(err)
+			}
+			h = open()
+			defer h.Close()
+			assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64), want)
+		})
+	}
+}
+
+// insertSample adds x to the sorted samples.
+func insertSample(samples []sample, x sample) []sample {
+	i := len(samples)
+	for i > 0 && samples[i-1].t > x.t {
+		i--
+	}
+	samples = append(samples, sample{})
+	copy(samples[i+1:], samples[i:])
+	samples[i] = x
+	return samples
+}
+
+// checkClosedChunks decodes every closed chunk of h alone and checks that
+// it holds samples in its time range, and that the arena holds those
+// chunks and the spill regions, no more.
+func checkClosedChunks(t *testing.T, h *Head) {
+	t.Helper()
+	var it chunkenc.XORIterator
+	var closed, spilled int64
+	for s := range h.series.all() {
+		s.mu.Lock()
+		closed += int64(len(s.chunks))
+		if s.spill != nil {
+			spilled++
+		}
+		for _, c := range s.chunks {
+			if c.encoding() != chunkenc.EncXOR {
+				continue
+			}
+			it.Reset(c.bytes())
+			n := 0
+			for it.Next() {
+				if ts, _ := it.At(); ts < c.mint || ts > c.maxt() {
+					t.Errorf("%s: sample at %d in a chunk of [%d, %d]", s.lset, ts, c.mint, c.maxt())
+				}
+				n++
+			}
+			if it.Err() != nil || n == 0 {
+				t.Errorf("%s: chunk of [%d, %d]: %d samples, err %v", s.lset, c.mint, c.maxt(), n, it.Err())
+			}
+		}
+		s.mu.Unlock()
+	}
+	h.arena.mu.Lock()
+	chunks, open := h.arena.chunks, h.arena.open
+	h.arena.mu.Unlock()
+	if chunks != closed+spilled || open != spilled {
+		t.Errorf("arena counts %d chunks, %d of them open; the series hold %d closed and %d open", chunks, open, closed, spilled)
+	}
+	if got := h.Stats().Chunks; got != closed {
+		t.Errorf("Stats().Chunks = %d, want the %d closed chunks", got, closed)
+	}
+}
