@@ -49,8 +49,8 @@ const maxLeading = 31
 //
 // A chunk kept open for long can hand the bytes it has finished to its
 // owner (Detach), who keeps them elsewhere, and then holds in memory only
-// the bytes appended since: the head keeps the first half of an open
-// chunk in a file this way.
+// the bytes appended since: the head keeps all but the newest part of an
+// open chunk in a file this way.
 type XORChunk struct {
 	t      int64  // last timestamp
 	tDelta int64  // last timestamp delta (wraps like int64 arithmetic)

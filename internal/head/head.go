@@ -183,7 +183,7 @@ type Stats struct {
 	ReplayDuration  time.Duration
 	ReplayedRecords uint64
 	Chunks          int64 // closed chunks
-	ChunkBytes      int64 // bytes of closed chunks and open chunks' first halves, in files or in memory
+	ChunkBytes      int64 // bytes of closed chunks and open chunks' spilled parts, in files or in memory
 	ChunkFileBytes  int64 // of ChunkBytes, those in files (Options.ChunkDir)
 	// MinTime and MaxTime bound the head's samples, 0 while it has none.
 	MinTime, MaxTime int64

@@ -230,31 +230,44 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 	c.Append(t, v)
 	s.maxt = t
 	s.lastV = v
-	if c.NumSamples() == m.samples/2 && m.samples >= minSpillSamples && !m.noSpill {
+	if n := c.NumSamples(); m.samples >= minSpillSamples && !m.noSpill && n%(m.samples/spillParts) == 0 && n < m.samples {
 		s.spillOpen(c, m)
 	}
 }
 
+// spillParts is how many parts an open chunk of the full sample count
+// is written in (see spillOpen): its memory holds one part at most.
+const spillParts = 3
+
 // minSpillSamples is the smallest chunk size at which open chunks spill:
-// below it the chunk is too short to be worth a write.
+// below it a part is too short to be worth a write.
 const minSpillSamples = 16
 
-// spillOpen moves the first half of the open XOR chunk c, the bytes it has
-// finished, into a region of the arena large enough for the whole chunk
-// (an estimate from the first half, with room to spare). The chunk's
-// memory then holds only its second half, and cut writes that after the
-// first in the region, which becomes the closed chunk.
+// spillOpen moves the bytes the open XOR chunk c has finished into the
+// arena, where a region is reserved for the whole chunk at its first
+// part (an estimate from that part, with room to spare). Its memory
+// then holds only what follows, and cut writes the rest after it in the
+// region, which becomes the closed chunk. A part the region has no room
+// for stays in memory.
 //
 // All series cut their chunks together (at the sample count and at block
 // ranges), so their open chunks are full at the same moment, and the
 // head's peak memory was theirs at full size: half of the heap at a
-// million series. With the arena in files, the first half is in the page
-// cache instead. It costs one write per chunk more. mu must be held.
+// million series. With the arena in files, the parts written are in the
+// page cache instead. Each costs a write. mu must be held.
 func (s *memSeries) spillOpen(c *chunkenc.XORChunk, m *chunkMem) {
 	f := c.Finished()
-	// The whole chunk, if the second half is like the first, and an
+	if s.spill != nil {
+		region, d := s.spillRegion(), c.Detached()
+		if d+len(f) <= len(region) && m.arena.write(region, d, f) == nil {
+			c.Detach(len(f))
+		}
+		return
+	}
+	// The whole chunk, if the rest is like what came so far, and an
 	// eighth more.
-	size := len(f)*m.samples/c.NumSamples() + len(f)/4 + 16
+	whole := len(f) * m.samples / c.NumSamples()
+	size := whole + whole/8 + 16
 	if size > min(maxArenaChunk, math.MaxUint16) {
 		return
 	}
@@ -338,8 +351,8 @@ func (s *memSeries) cut(m *chunkMem) {
 	s.head.Reset()
 }
 
-// closeSpilled writes the rest of the spilled open chunk c after its first
-// half in the region and returns the closed chunk's bytes there. If the
+// closeSpilled writes the rest of the spilled open chunk c after its
+// detached bytes in the region and returns the closed chunk's bytes there. If the
 // rest does not fit, or cannot be written, the chunk is put together and
 // copied as a whole, and the region is retired. mu must be held.
 func (s *memSeries) closeSpilled(c *chunkenc.XORChunk, m *chunkMem) []byte {

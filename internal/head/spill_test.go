@@ -12,13 +12,13 @@ import (
 	"github.com/strata-db/strata/internal/chunkenc"
 )
 
-// TestOpenChunkSpill appends series whose open chunks spill their first
-// half into the arena (see spillOpen) and checks every sample through
-// queries, a checkpoint and a replay, with the arena in files and in
-// memory. The series cover each way a spilled chunk closes: full, cut
-// early by a block range (its header rewritten), with a second half too
-// large for its region (put together and copied), and with late samples
-// that rebuild it.
+// TestOpenChunkSpill appends series whose open chunks spill their
+// finished parts into the arena (see spillOpen) and checks every sample
+// through queries, a checkpoint and a replay, with the arena in files and
+// in memory. The series cover each way a spilled chunk closes: full, cut
+// early by a block range (its header rewritten), with a rest too large
+// for its region (later parts kept in memory, then put together and
+// copied), and with late samples that rebuild it.
 func TestOpenChunkSpill(t *testing.T) {
 	for _, files := range []bool{true, false} {
 		name := "memory"
@@ -47,10 +47,10 @@ func TestOpenChunkSpill(t *testing.T) {
 			values := map[string]func(i int) float64{
 				"counter": func(i int) float64 { return float64(i * 3) },
 				"noisy":   func(int) float64 { return rng.Float64() },
-				// Constant for the first half of a chunk, then noisy: the
-				// second half overflows the region sized from the first.
+				// Constant for the first third of a chunk, then noisy: the
+				// rest overflows the region sized from the first.
 				"overflow": func(i int) float64 {
-					if i%120 < 60 {
+					if i%120 < 40 {
 						return 1
 					}
 					return rng.Float64()

@@ -73,7 +73,7 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 		}, stat(func(s head.Stats) float64 { return float64(s.Chunks) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_chunk_bytes",
-			Help: "Bytes of the head's closed chunks and of the first halves of its open ones, in files under chunks_head (read through mappings) or in memory outside the Go heap.",
+			Help: "Bytes of the head's closed chunks and of the parts of its open ones written out, in files under chunks_head (read through mappings) or in memory outside the Go heap.",
 		}, stat(func(s head.Stats) float64 { return float64(s.ChunkBytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_min_time_seconds",
