@@ -19,13 +19,19 @@ import (
 //
 // The symbol table must come first in the file but is known only once
 // every series is: the Writer keeps the series' labels and encoded chunk
-// lists in memory until Close. It is used by one goroutine.
+// lists in memory until Close. The lists share one buffer: a block of a
+// million series was written with a small allocation and a slice header
+// per series, a tenth of what the head's compaction added to its memory.
+// It is used by one goroutine.
 type Writer struct {
 	w      *bufio.Writer
 	series []labels.Labels
-	chunks [][]byte // per series, its chunk list encoded
-	last   labels.Labels
-	err    error
+	// chunks holds the chunk lists encoded, series after series; the list
+	// of series i ends at chunkEnds[i].
+	chunks    []byte
+	chunkEnds []int
+	last      labels.Labels
+	err       error
 }
 
 // NewWriter returns a Writer writing to w.
@@ -46,12 +52,16 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
 	if lset.IsEmpty() {
 		return fmt.Errorf("index: series without labels")
 	}
-	var b []byte
-	b = binary.AppendUvarint(b, uint64(len(chunks)))
+	if len(w.series) == math.MaxUint32 {
+		return fmt.Errorf("index: more than %d series", math.MaxUint32)
+	}
 	for i, c := range chunks {
 		if c.MaxT < c.MinT || i > 0 && (c.MinT <= chunks[i-1].MaxT || c.Ref <= chunks[i-1].Ref) {
 			return fmt.Errorf("index: series %s: chunk %d out of order", lset, i)
 		}
+	}
+	b := binary.AppendUvarint(w.chunks, uint64(len(chunks)))
+	for i, c := range chunks {
 		if i == 0 {
 			b = binary.AppendVarint(b, c.MinT)
 			b = binary.AppendUvarint(b, uint64(c.Ref))
@@ -62,7 +72,8 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
 		b = binary.AppendUvarint(b, uint64(c.MaxT-c.MinT))
 	}
 	w.series = append(w.series, lset)
-	w.chunks = append(w.chunks, b)
+	w.chunks = b
+	w.chunkEnds = append(w.chunkEnds, len(b))
 	w.last = lset
 	return nil
 }
@@ -111,7 +122,9 @@ func (w *Writer) Close() error {
 	// Series, remembering their offsets and building the postings.
 	t.series = cw.n
 	offsets := make([]int64, len(w.series))
-	postings := map[string]map[string][]uint64{}
+	// Refs are below 2^32 (AddSeries): half the memory of uint64s.
+	postings := map[string]map[string][]uint32{}
+	chunksStart := 0
 	for i, lset := range w.series {
 		offsets[i] = cw.n
 		body := b[:0]
@@ -121,12 +134,13 @@ func (w *Writer) Close() error {
 			body = binary.AppendUvarint(body, symID[l.Value])
 			vals := postings[l.Name]
 			if vals == nil {
-				vals = map[string][]uint64{}
+				vals = map[string][]uint32{}
 				postings[l.Name] = vals
 			}
-			vals[l.Value] = append(vals[l.Value], uint64(i))
+			vals[l.Value] = append(vals[l.Value], uint32(i))
 		})
-		body = append(body, w.chunks[i]...)
+		body = append(body, w.chunks[chunksStart:w.chunkEnds[i]]...)
+		chunksStart = w.chunkEnds[i]
 		entry := binary.AppendUvarint(nil, uint64(len(body)))
 		entry = append(entry, body...)
 		entry = binary.BigEndian.AppendUint32(entry, crc32.Checksum(body, castagnoli))
@@ -185,12 +199,12 @@ func (w *Writer) Close() error {
 			prevSym, prevOff = sym, cw.n
 			list := vals[v]
 			body := binary.AppendUvarint(b[:0], uint64(len(list)))
-			var prev uint64
+			var prev uint32
 			for k, ref := range list {
 				if k == 0 {
-					body = binary.AppendUvarint(body, ref)
+					body = binary.AppendUvarint(body, uint64(ref))
 				} else {
-					body = binary.AppendUvarint(body, ref-prev)
+					body = binary.AppendUvarint(body, uint64(ref-prev))
 				}
 				prev = ref
 			}
