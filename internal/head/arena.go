@@ -329,17 +329,17 @@ func (c *chunkCopier) alloc(n int) []byte {
 // stays valid until reset.
 func (c *chunkCopier) whole(x *chunkenc.XORChunk, region []byte) ([]byte, error) {
 	d := x.Detached()
-	head := region[:d:d]
-	if f, off := c.arena.fileOf(head); f != nil {
-		head = c.alloc(d)
-		if err := f.read(head, off); err != nil {
+	data := c.alloc(d + len(x.Bytes()))
+	if f, off := c.arena.fileOf(region[:d]); f != nil {
+		if err := f.read(data[:d], off); err != nil {
 			return nil, err
 		}
+	} else {
+		copy(data, region[:d])
 	}
-	// head is the start of the copier's newest memory or region itself:
-	// put the chunk together after it.
-	data := c.alloc(d + len(x.Bytes()))
-	return x.AppendWhole(data[:0], head), nil
+	// The detached bytes are in place: appending them to data[:0] copies
+	// them onto themselves.
+	return x.AppendWhole(data[:0], data[:d]), nil
 }
 
 // reset lets the copier reuse its memory: nothing copy returned before may
