@@ -58,6 +58,21 @@ func (c headChunk) meta() chunkenc.Meta {
 	return chunkenc.Meta{Data: c.bytes(), MinT: c.mint, MaxT: c.maxt(), Enc: c.encoding()}
 }
 
+// appendChunk appends c to a series' list of closed chunks, growing a
+// full one by a quarter, or two entries if that is more. A series keeps
+// a few chunks between truncations: at a 15 s interval and two-hour
+// blocks, three after a truncation and seven before the next. Append's
+// doubling grew such a list to room for twelve (288 bytes, 168 used);
+// this grows it to five and seven.
+func appendChunk(list []headChunk, c headChunk) []headChunk {
+	if len(list) == cap(list) {
+		grown := make([]headChunk, len(list), len(list)+max(2, len(list)/4))
+		copy(grown, list)
+		list = grown
+	}
+	return append(list, c)
+}
+
 // listSlabSize is the number of chunk-list entries a listSlab allocates at
 // once: 16384 entries of 24 bytes are 384 KiB, so replaying a head of a
 // million chunks allocates for its chunk lists some 60 times instead of

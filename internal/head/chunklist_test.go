@@ -3,6 +3,7 @@ package head
 import (
 	"bytes"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -64,5 +65,27 @@ func TestChunkSpanCut(t *testing.T) {
 	}
 	if s.headMint != 5*maxChunkSpan+1 {
 		t.Errorf("open chunk starts at %d, want %d", s.headMint, int64(5*maxChunkSpan+1))
+	}
+}
+
+// TestAppendChunkGrowth checks the room a series' chunk list takes over a
+// cycle of cuts and truncations: at most two entries beyond what it holds
+// while short, a quarter when long.
+func TestAppendChunkGrowth(t *testing.T) {
+	var list []headChunk
+	for cycle := range 3 {
+		for len(list) < 7 {
+			list = appendChunk(list, headChunk{mint: int64(len(list))})
+			if cap(list)-len(list) > 1 {
+				t.Fatalf("cycle %d: %d chunks in room for %d", cycle, len(list), cap(list))
+			}
+		}
+		list = slices.Clone(list[4:]) // a truncation keeps an exact array
+	}
+	for range 1000 {
+		list = appendChunk(list, headChunk{})
+	}
+	if cap(list) > len(list)+len(list)/4 {
+		t.Errorf("%d chunks in room for %d", len(list), cap(list))
 	}
 }

@@ -346,7 +346,7 @@ func (s *memSeries) cut(m *chunkMem) {
 	if m.lists != nil {
 		s.chunks = m.lists.appendChunk(s.chunks, c)
 	} else {
-		s.chunks = append(s.chunks, c)
+		s.chunks = appendChunk(s.chunks, c)
 	}
 	s.head.Reset()
 }
