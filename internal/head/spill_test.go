@@ -36,6 +36,9 @@ func TestOpenChunkSpill(t *testing.T) {
 				opts.Stripes = 4
 				opts.BlockRange = 200_000 // 200 samples: chunks of 120, then 80
 				opts.OutOfOrderWindow = 50_000
+				// Reopening replays the WAL after the checkpoint taken
+				// midway, open chunks included, as after a crash.
+				opts.CheckpointOnClose = false
 				h, err := Open(opts)
 				if err != nil {
 					t.Fatal(err)
@@ -101,9 +104,33 @@ func TestOpenChunkSpill(t *testing.T) {
 			if err := h.Close(); err != nil {
 				t.Fatal(err)
 			}
+			// Replay does not spill as it goes; the open chunks it
+			// filled spill when it is done.
 			h = open()
 			defer h.Close()
 			assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64), want)
+			for s := range h.series.all() {
+				s.mu.Lock()
+				if x, ok := s.head.(*chunkenc.XORChunk); ok && x.NumSamples() >= 40 && s.spill == nil {
+					t.Errorf("%s: an open chunk of %d samples did not spill after replay", s.lset, x.NumSamples())
+				}
+				s.mu.Unlock()
+			}
+			for i := 700; i < 900; i++ {
+				app := h.Appender(context.Background())
+				for k, v := range values {
+					x := v(i)
+					mustAppend(t, app, lsets[k], int64(i)*1000, x)
+					want[lsets[k].String()] = append(want[lsets[k].String()], sample{int64(i) * 1000, x})
+				}
+				if err := app.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				if i%23 == 0 {
+					assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64), want)
+				}
+			}
+			checkClosedChunks(t, h)
 		})
 	}
 }
