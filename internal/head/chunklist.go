@@ -120,21 +120,34 @@ func (ls *listSlab) appendChunk(list []headChunk, c headChunk) []headChunk {
 // have one (their capacity is their length). It runs after replay, before
 // the head takes writes.
 //
-// It also spills the open chunks replay filled (see spillOpen), which
-// replay does not do as it goes, and sets the head's time bounds from
-// what replay restored.
+// It also sets the head's time bounds from what replay restored.
 func (h *Head) compactChunkLists() {
-	m := &chunkMem{samples: h.opts.ChunkSamples, arena: h.arena}
 	for s := range h.series.all() {
 		s.mu.Lock()
 		if len(s.chunks) < cap(s.chunks) {
 			s.chunks = slices.Clone(s.chunks)
 		}
-		if x, ok := s.head.(*chunkenc.XORChunk); ok && s.spill == nil && m.samples >= minSpillSamples && x.NumSamples() >= m.samples/spillParts {
-			s.spillOpen(x, m)
-		}
 		if s.maxt != math.MinInt64 {
 			h.widenTimes(s.mint(), s.maxt)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// spillReplayed spills the open chunks replay filled past their first
+// part (see spillOpen), which replay does not do as it goes: a write per
+// part made it a third slower. It runs in the background once the head
+// takes writes, a write per series (a second or so at a million), which
+// appenders may have spilled meanwhile.
+func (h *Head) spillReplayed() {
+	m := &chunkMem{samples: h.opts.ChunkSamples, arena: h.arena}
+	if m.samples < minSpillSamples {
+		return
+	}
+	for s := range h.series.all() {
+		s.mu.Lock()
+		if x, ok := s.head.(*chunkenc.XORChunk); ok && s.spill == nil && x.NumSamples() >= m.samples/spillParts {
+			s.spillOpen(x, m)
 		}
 		s.mu.Unlock()
 	}

@@ -241,10 +241,16 @@ func Open(opts Options) (*Head, error) {
 		return nil, fmt.Errorf("open WAL: %w", err)
 	}
 	h.wal = w
+	h.background.Add(1)
+	go func() {
+		defer h.background.Done()
+		h.spillReplayed()
+	}()
 	return h, nil
 }
 
-// Close waits for a background checkpoint, writes a final one if so
+// Close waits for a background checkpoint (and the spilling of replayed
+// open chunks), writes a final one if so
 // configured, closes the WAL and frees the chunks. Neither appenders nor
 // queriers may be used after Close.
 func (h *Head) Close() error {

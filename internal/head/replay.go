@@ -320,8 +320,7 @@ func (l *loader) finish() (appended, unknown, rejected uint64) {
 }
 
 func (w *replayWorker) run() {
-	// Open chunks spill once replay is done (compactChunkLists): a write
-	// per part during replay made it a third slower.
+	// Open chunks spill once replay is done (spillReplayed).
 	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: w.h.arena, lists: &w.lists, noSpill: true}
 	for b := range w.in {
 		for _, rs := range b.floats {

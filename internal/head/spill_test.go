@@ -105,10 +105,11 @@ func TestOpenChunkSpill(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Replay does not spill as it goes; the open chunks it
-			// filled spill when it is done.
+			// filled spill in the background once it is done.
 			h = open()
 			defer h.Close()
 			assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64), want)
+			h.background.Wait()
 			for s := range h.series.all() {
 				s.mu.Lock()
 				if x, ok := s.head.(*chunkenc.XORChunk); ok && x.NumSamples() >= 40 && s.spill == nil {
