@@ -352,9 +352,10 @@ func (s *memSeries) cut(m *chunkMem) {
 }
 
 // closeSpilled writes the rest of the spilled open chunk c after its
-// detached bytes in the region and returns the closed chunk's bytes there. If the
-// rest does not fit, or cannot be written, the chunk is put together and
-// copied as a whole, and the region is retired. mu must be held.
+// detached bytes in the region and returns the closed chunk's bytes
+// there. If the rest does not fit, or cannot be written, the chunk is put
+// together and copied as a whole, and the region is retired. mu must be
+// held.
 func (s *memSeries) closeSpilled(c *chunkenc.XORChunk, m *chunkMem) []byte {
 	region := s.dropSpill(m.arena)
 	d, rest := c.Detached(), c.Bytes()
