@@ -250,9 +250,9 @@ func Open(opts Options) (*Head, error) {
 }
 
 // Close waits for a background checkpoint (and the spilling of replayed
-// open chunks), writes a final one if so
-// configured, closes the WAL and frees the chunks. Neither appenders nor
-// queriers may be used after Close.
+// open chunks), writes a final one if so configured, closes the WAL and
+// frees the chunks. Neither appenders nor queriers may be used after
+// Close.
 func (h *Head) Close() error {
 	h.background.Wait()
 	var err error

@@ -309,7 +309,7 @@ func (s *memSeries) dropSpill(arena *chunkArena) []byte {
 // put together from its region and its memory; else they are the chunk's
 // memory, which the next append changes. mu must be held.
 func (s *memSeries) openBytes() []byte {
-	if c, ok := s.head.(*chunkenc.XORChunk); ok && c.Detached() > 0 {
+	if c, ok := s.head.(*chunkenc.XORChunk); ok && s.spill != nil {
 		return c.AppendWhole(make([]byte, 0, c.Detached()+len(c.Bytes())), s.spillRegion())
 	}
 	return s.head.Bytes()
