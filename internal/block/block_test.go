@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -24,7 +25,7 @@ import (
 func TestWriteRead(t *testing.T) {
 	dir := t.TempDir()
 	// A small segment size, so that chunks spread over several files.
-	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 9999, SegmentSize: 1024})
+	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 9999, SegmentSize: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,8 @@ func TestWriteRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta.Stats.Series != nseries || meta.Stats.Chunks != 4*nseries || meta.Stats.Samples != 100*nseries {
+	// Each series' four chunks are joined into one.
+	if meta.Stats.Series != nseries || meta.Stats.Chunks != nseries || meta.Stats.Samples != 100*nseries {
 		t.Errorf("stats %+v", meta.Stats)
 	}
 	bdir := filepath.Join(dir, meta.ULID.String())
@@ -245,4 +247,138 @@ func FuzzChunkReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriterJoinsChunks checks that runs of a series' float chunks,
+// XOR or decimal, are joined into decimal chunks of up to
+// BlockChunkSamples samples where that is smaller, that a histogram
+// chunk ends a run, and that every sample reads back bit for bit.
+func TestWriterJoinsChunks(t *testing.T) {
+	const step = 15000
+	hundredths := func(j int) float64 { return float64(100000+j*37+j%7) / 100 }
+	thirds := func(j int) float64 { return []float64{1.0 / 3, 2.0 / 3}[j%2] }
+	var dense chunkenc.Densifier
+	// chunk encodes n samples from sample number j0 on.
+	chunk := func(j0, n int, val func(int) float64, enc chunkenc.Encoding) chunkenc.Meta {
+		c := chunkenc.Meta{MinT: int64(j0 * step), MaxT: int64((j0 + n - 1) * step), Enc: chunkenc.EncXOR}
+		switch enc {
+		case chunkenc.EncHistogram:
+			hc := chunkenc.NewHistogramChunk()
+			for j := j0; j < j0+n; j++ {
+				hc.Append(int64(j*step), &histogram.Histogram{Count: uint64(j), ZeroCount: uint64(j), Sum: float64(j)})
+			}
+			c.Data, c.Enc = hc.Bytes(), enc
+			return c
+		}
+		xc := chunkenc.NewXORChunk()
+		for j := j0; j < j0+n; j++ {
+			xc.Append(int64(j*step), val(j))
+		}
+		c.Data = xc.Bytes()
+		if enc == chunkenc.EncDecimal {
+			d, ok := dense.Densify(c.Data)
+			if !ok {
+				t.Fatal("not densified")
+			}
+			c.Data, c.Enc = slices.Clone(d), enc
+		}
+		return c
+	}
+	type want struct {
+		enc        chunkenc.Encoding
+		mint, maxt int64
+	}
+	span := func(enc chunkenc.Encoding, j0, n int) want {
+		return want{enc, int64(j0 * step), int64((j0 + n - 1) * step)}
+	}
+	x, d, h := chunkenc.EncXOR, chunkenc.EncDecimal, chunkenc.EncHistogram
+	cases := []struct {
+		name   string
+		val    func(int) float64
+		chunks []chunkenc.Meta
+		want   []want
+	}{{
+		name: "a six of 120",
+		val:  hundredths,
+		chunks: []chunkenc.Meta{chunk(0, 120, hundredths, x), chunk(120, 120, hundredths, x), chunk(240, 120, hundredths, x),
+			chunk(360, 120, hundredths, x), chunk(480, 120, hundredths, x), chunk(600, 120, hundredths, x)},
+		want: []want{span(d, 0, 480), span(d, 480, 240)},
+	}, {
+		name:   "b histogram between",
+		val:    hundredths,
+		chunks: []chunkenc.Meta{chunk(0, 120, hundredths, x), chunk(120, 10, nil, h), chunk(130, 120, hundredths, x), chunk(250, 120, hundredths, x)},
+		want:   []want{span(d, 0, 120), span(h, 120, 10), span(d, 130, 240)},
+	}, {
+		name:   "c thirds stay XOR",
+		val:    thirds,
+		chunks: []chunkenc.Meta{chunk(0, 120, thirds, x), chunk(120, 120, thirds, x)},
+		want:   []want{span(x, 0, 120), span(x, 120, 120)},
+	}, {
+		name:   "d decimal chunks of a block",
+		val:    hundredths,
+		chunks: []chunkenc.Meta{chunk(0, 100, hundredths, d), chunk(100, 100, hundredths, d), chunk(200, 100, hundredths, x)},
+		want:   []want{span(d, 0, 300)},
+	}}
+	dir := t.TempDir()
+	w, err := NewWriter(dir, WriterOptions{MinTime: 0, MaxTime: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if err := w.AddSeries(labels.FromStrings("__name__", c.name), c.chunks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(LocalFiles(filepath.Join(dir, meta.ULID.String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cur, err := newSeriesCursor(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var it chunkenc.SeriesIterator
+	for _, c := range cases {
+		if !cur.ok || cur.lset.Get("__name__") != c.name {
+			t.Fatalf("series %v, want %s", cur.lset, c.name)
+		}
+		got, err := cur.appendChunks(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spans []want
+		for _, g := range got {
+			spans = append(spans, want{g.Enc, g.MinT, g.MaxT})
+		}
+		if !slices.Equal(spans, c.want) {
+			t.Errorf("%s: chunks %v, want %v", c.name, spans, c.want)
+		}
+		it.Reset(got, nil, 0, 1<<40)
+		j := 0
+		for vt := it.Next(); vt != promchunkenc.ValNone; vt = it.Next() {
+			if it.AtT() != int64(j*step) {
+				t.Fatalf("%s: sample %d at %d", c.name, j, it.AtT())
+			}
+			if vt == promchunkenc.ValFloat {
+				if _, v := it.At(); math.Float64bits(v) != math.Float64bits(c.val(j)) {
+					t.Fatalf("%s: sample %d is %v, want %v", c.name, j, v, c.val(j))
+				}
+			}
+			j++
+		}
+		if it.Err() != nil || int64(j*step) != c.chunks[len(c.chunks)-1].MaxT+step {
+			t.Fatalf("%s: %d samples, %v", c.name, j, it.Err())
+		}
+		if err := cur.next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if meta.Stats.Samples != 720+370+240+300 {
+		t.Errorf("stats count %d samples", meta.Stats.Samples)
+	}
 }

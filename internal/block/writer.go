@@ -56,8 +56,9 @@ type Writer struct {
 	index     *index.Writer
 
 	metas   []index.ChunkMeta
-	clipped []chunkenc.Meta
+	pending []chunkenc.Meta
 	dense   chunkenc.Densifier
+	emit    func(chunkenc.Meta) error // write, bound once
 	last    labels.Labels
 	err     error
 }
@@ -87,6 +88,7 @@ func NewWriter(parent string, opts WriterOptions) (*Writer, error) {
 			Level: opts.Level, Sources: opts.Sources, Version: metaVersion,
 		},
 	}
+	w.emit = w.write
 	if len(w.meta.Sources) == 0 {
 		w.meta.Sources = []ulid.ULID{id}
 	}
@@ -120,10 +122,13 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
 	if w.meta.Stats.Series > 0 && labels.Compare(lset, w.last) <= 0 {
 		return fmt.Errorf("series %s added after %s", lset, w.last)
 	}
-	w.metas = w.metas[:0]
+	w.metas, w.pending = w.metas[:0], w.pending[:0]
 	for _, c := range chunks {
 		if c.MaxT < w.opts.MinTime || c.MinT > w.opts.MaxTime {
 			continue
+		}
+		if len(c.Data) < 2 {
+			return fmt.Errorf("series %s: chunk of %d bytes holds no sample count", lset, len(c.Data))
 		}
 		if c.MinT < w.opts.MinTime || c.MaxT > w.opts.MaxTime {
 			// Only chunks from before the head cut them at block
@@ -132,19 +137,19 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
 			if err != nil {
 				return fmt.Errorf("series %s: %w", lset, err)
 			}
-			for _, cc := range clipped {
-				if err := w.addChunk(cc); err != nil {
-					return err
-				}
-			}
+			w.pending = append(w.pending, clipped...)
 			continue
 		}
-		if err := w.addChunk(c); err != nil {
-			return err
-		}
+		w.pending = append(w.pending, c)
 	}
-	if len(w.metas) == 0 {
+	if len(w.pending) == 0 {
 		return nil
+	}
+	// The head writes XOR chunks for fast appends; a block is written
+	// once and read many times, so its float chunks are joined and take
+	// the decimal encoding where that is smaller.
+	if err := w.dense.Join(w.pending, 0, w.emit); err != nil {
+		return err
 	}
 	if err := w.index.AddSeries(lset, w.metas); err != nil {
 		w.err = err
@@ -155,20 +160,9 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
 	return nil
 }
 
-func (w *Writer) addChunk(c chunkenc.Meta) error {
-	if len(c.Data) < 2 {
-		return fmt.Errorf("chunk of %d bytes holds no sample count", len(c.Data))
-	}
-	// The head writes XOR chunks for fast appends; a block is written
-	// once and read many times, so its float chunks take the decimal
-	// encoding where that is smaller.
-	enc, data := c.Enc, c.Data
-	if enc == chunkenc.EncXOR {
-		if d, ok := w.dense.Densify(data); ok {
-			enc, data = chunkenc.EncDecimal, d
-		}
-	}
-	ref, err := w.chunks.write(enc, data)
+// write writes one chunk.
+func (w *Writer) write(c chunkenc.Meta) error {
+	ref, err := w.chunks.write(c.Enc, c.Data)
 	if err != nil {
 		w.err = err
 		return err

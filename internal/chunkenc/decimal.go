@@ -2,6 +2,7 @@ package chunkenc
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 )
@@ -54,11 +55,15 @@ const decimalDod = 0x80
 // XOR chunk also spends bits on where the difference lies.
 const decimalRaw = 0x7f
 
-// Densifier re-encodes XOR chunks as decimal chunks where that is
-// smaller. Its buffers are reused from one chunk to the next; it is not
-// safe for concurrent use. The zero value is ready.
+// Densifier re-encodes float chunks as decimal chunks where that is
+// smaller: one XOR chunk at a time (Densify), or consecutive chunks of a
+// series joined into one (Reset, Add, Encode), which saves each chunk's
+// header and, in a block, its framing and index entry. Its buffers are
+// reused from one chunk to the next; it is not safe for concurrent use.
+// The zero value is ready.
 type Densifier struct {
-	it     XORIterator
+	xor    XORIterator
+	dec    DecimalIterator
 	ts     []int64
 	vs     []float64
 	ms     []int64
@@ -69,20 +74,56 @@ type Densifier struct {
 }
 
 // Densify returns the samples of the XOR chunk xor as a decimal chunk if
-// that is smaller, and otherwise ok false. The mantissas are the values
-// at the smallest scale at which every value is a decimal of at most 15
-// fraction digits with a mantissa under 2^53, or else the values' bits.
-// Every value decodes to the same bits. The result is valid until the
-// next call.
+// that is smaller, and otherwise ok false (see Encode). The result is
+// valid until the next call.
 func (d *Densifier) Densify(xor []byte) (out []byte, ok bool) {
-	d.ts, d.vs = d.ts[:0], d.vs[:0]
-	d.it.Reset(xor)
-	for d.it.Next() {
-		t, v := d.it.At()
-		d.ts = append(d.ts, t)
-		d.vs = append(d.vs, v)
+	d.Reset()
+	if d.Add(EncXOR, xor) != nil {
+		return nil, false
 	}
-	if d.it.Err() != nil || len(d.ts) < 2 {
+	return d.Encode(len(xor))
+}
+
+// Reset starts a new chunk.
+func (d *Densifier) Reset() { d.ts, d.vs = d.ts[:0], d.vs[:0] }
+
+// Add appends the samples of a float chunk, XOR or decimal, to the chunk
+// being put together; they come after those added before. It returns an
+// error for another encoding or a malformed chunk, after which the
+// densifier must be Reset.
+func (d *Densifier) Add(enc Encoding, data []byte) error {
+	switch enc {
+	case EncXOR:
+		d.xor.Reset(data)
+		for d.xor.Next() {
+			t, v := d.xor.At()
+			d.ts, d.vs = append(d.ts, t), append(d.vs, v)
+		}
+		return d.xor.Err()
+	case EncDecimal:
+		d.dec.Reset(data)
+		for d.dec.Next() {
+			t, v := d.dec.At()
+			d.ts, d.vs = append(d.ts, t), append(d.vs, v)
+		}
+		return d.dec.Err()
+	}
+	return fmt.Errorf("%s chunk: not a float chunk", enc)
+}
+
+// Len returns the number of samples added since Reset.
+func (d *Densifier) Len() int { return len(d.ts) }
+
+// Encode returns the samples added since Reset as a decimal chunk if it
+// takes fewer than limit bytes, and otherwise ok false; also for fewer
+// than two samples or more than a chunk's count holds. The mantissas
+// are the values at the smallest scale at which every value is a
+// decimal of at most 15 fraction digits with a mantissa under 2^53, or
+// else the values' bits. Every value decodes to the same bits. The
+// result is valid until the next call.
+func (d *Densifier) Encode(limit int) (out []byte, ok bool) {
+	n := len(d.ts)
+	if n < 2 || n > math.MaxUint16 {
 		return nil, false
 	}
 	scale, ok := d.mantissas()
@@ -93,7 +134,6 @@ func (d *Densifier) Densify(xor []byte) (out []byte, ok bool) {
 			d.ms = append(d.ms, int64(math.Float64bits(v)))
 		}
 	}
-	n := len(d.ts)
 	d.tres, d.vres, d.vdod = d.tres[:0], d.vres[:0], d.vdod[:0]
 	for i := 2; i < n; i++ {
 		d.tres = append(d.tres, zigzag((d.ts[i]-d.ts[i-1])-(d.ts[i-1]-d.ts[i-2])))
@@ -109,11 +149,12 @@ func (d *Densifier) Densify(xor []byte) (out []byte, ok bool) {
 	}
 	// The header's varints are at most 40 bytes: compare before writing
 	// the columns, which are most of the size.
-	if decimalHeaderSize+(tcost+vcost+7)/8 >= len(xor) {
+	if decimalHeaderSize+(tcost+vcost+7)/8 >= limit {
 		return nil, false
 	}
 	w := &d.result
-	w.buf = append(w.buf[:0], xor[0], xor[1], mode, tw, vw)
+	w.buf = binary.BigEndian.AppendUint16(w.buf[:0], uint16(n))
+	w.buf = append(w.buf, mode, tw, vw)
 	w.free = 0
 	w.buf = binary.AppendVarint(w.buf, d.ts[0])
 	w.buf = binary.AppendVarint(w.buf, d.ms[0])
@@ -123,10 +164,91 @@ func (d *Densifier) Densify(xor []byte) (out []byte, ok bool) {
 		writeResidual(w, d.tres[i], tw)
 		writeResidual(w, d.vres[i], vw)
 	}
-	if len(w.buf) >= len(xor) {
+	if len(w.buf) >= limit {
 		return nil, false
 	}
 	return w.buf, true
+}
+
+// JoinSamples is how many samples Join puts into one chunk at most. A
+// chunk's header, framing and index entry take about 40 bytes, a third of
+// a byte a sample at the head's 120 samples a chunk and a twelfth at
+// 480, which is two hours (a block) at a 15 s interval. A query reading
+// part of a chunk decodes it from its start, at 15-20 ns a sample.
+const JoinSamples = 480
+
+// Join passes a series' chunks cs, oldest first and disjoint, to emit
+// as storage written whole and read many times wants them: each run of
+// consecutive float chunks (XOR or decimal) holding at most JoinSamples
+// samples together, all in one window of the given length (multiples of
+// it apart, as the head's block ranges; 0 for no windows), as one
+// decimal chunk where that is smaller than the run; any other XOR chunk
+// as a decimal chunk where that is smaller; the rest as they are, also
+// a run with a malformed chunk. The data emit is given is valid until it
+// returns; Join stops at emit's first error and returns it.
+func (d *Densifier) Join(cs []Meta, window int64, emit func(Meta) error) error {
+	for i := 0; i < len(cs); {
+		j, n := i, 0
+		for j < len(cs) && joinable(cs[i], cs[j], window) && n+samplesOf(cs[j]) <= JoinSamples {
+			n += samplesOf(cs[j])
+			j++
+		}
+		if j-i >= 2 {
+			if data, ok := d.join(cs[i:j]); ok {
+				if err := emit(Meta{Data: data, MinT: cs[i].MinT, MaxT: cs[j-1].MaxT, Enc: EncDecimal}); err != nil {
+					return err
+				}
+				i = j
+				continue
+			}
+		}
+		for j = max(j, i+1); i < j; i++ {
+			c := cs[i]
+			if c.Enc == EncXOR {
+				if data, ok := d.Densify(c.Data); ok {
+					c.Data, c.Enc = data, EncDecimal
+				}
+			}
+			if err := emit(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// joinable says whether c can join a run that starts with first.
+func joinable(first, c Meta, window int64) bool {
+	if (c.Enc != EncXOR && c.Enc != EncDecimal) || len(c.Data) < 2 {
+		return false
+	}
+	return window <= 0 || floorDiv(first.MinT, window) == floorDiv(c.MaxT, window)
+}
+
+func floorDiv(t, r int64) int64 {
+	q := t / r
+	if t%r < 0 {
+		q--
+	}
+	return q
+}
+
+// samplesOf returns a chunk's sample count: every encoding starts with
+// it.
+func samplesOf(c Meta) int { return int(binary.BigEndian.Uint16(c.Data)) }
+
+// join returns the samples of cs as one decimal chunk if it is smaller
+// than they are together.
+func (d *Densifier) join(cs []Meta) (data []byte, ok bool) {
+	d.Reset()
+	size := 0
+	for _, c := range cs {
+		if d.Add(c.Enc, c.Data) != nil {
+			return nil, false
+		}
+		size += len(c.Data)
+	}
+	return d.Encode(size)
 }
 
 // mantissas finds the smallest scale at which every value is an integer

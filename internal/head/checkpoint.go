@@ -98,14 +98,23 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		buf   []byte
 		size  int
 	)
-	// Chunks are copied for the record: see chunkCopier. Float chunks
-	// are written in the decimal encoding where it is smaller (they are
-	// closed chunks once restored), into dense.
+	// Chunks are copied for the record: see chunkCopier. They are
+	// closed chunks once restored, so float chunks are joined into
+	// decimal chunks where that is smaller, as blocks store them, and
+	// kept in the copier's memory too; a join never crosses a block
+	// range, as no head chunk does.
 	var (
 		copier    = chunkCopier{arena: h.arena}
 		densifier chunkenc.Densifier
-		dense     []byte
+		joined    []chunkenc.Meta
 	)
+	keep := func(c chunkenc.Meta) error {
+		data := copier.alloc(len(c.Data))
+		copy(data, c.Data)
+		c.Data = data
+		joined = append(joined, c)
+		return nil
+	}
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -114,7 +123,7 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		clear(batch)
 		batch, size = batch[:0], 0
 		copier.reset()
-		dense = dense[:0]
+		joined = joined[:0]
 		return w.Log(buf)
 	}
 	var (
@@ -129,20 +138,14 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 			return 0, err
 		}
 		chunks = cs.Chunks
-		if cs.Chunks, err = copier.copy(cs.Chunks); err != nil {
+		copied, err := copier.copy(cs.Chunks)
+		if err != nil {
 			w.Close()
 			return 0, err
 		}
-		for i, c := range cs.Chunks {
-			if c.Enc != chunkenc.EncXOR {
-				continue
-			}
-			if d, ok := densifier.Densify(c.Data); ok {
-				n := len(dense)
-				dense = append(dense, d...)
-				cs.Chunks[i].Data, cs.Chunks[i].Enc = dense[n:len(dense):len(dense)], chunkenc.EncDecimal
-			}
-		}
+		start := len(joined)
+		densifier.Join(copied, h.opts.BlockRange, keep) // keep never fails
+		cs.Chunks = joined[start:len(joined):len(joined)]
 		batch = append(batch, cs)
 		size += int(s.lset.ByteSize())
 		for _, c := range cs.Chunks {

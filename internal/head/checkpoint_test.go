@@ -341,9 +341,10 @@ func mustExpand(t *testing.T, p index.Postings) []storage.SeriesRef {
 	return refs
 }
 
-// TestCheckpointDecimalChunks checks that a checkpoint stores a decimal
-// series' chunks in the decimal encoding and keeps XOR where it is
-// smaller, and that restored decimal chunks serve every read and write
+// TestCheckpointDecimalChunks checks that a checkpoint joins a decimal
+// series' chunks into one in the decimal encoding, but not across a
+// block range, and keeps XOR where it is smaller, and that restored
+// decimal chunks serve every read and write
 // a closed chunk does: queries, the duplicate check at the series' last
 // sample, and a late sample inserted into one.
 func TestCheckpointDecimalChunks(t *testing.T) {
@@ -358,19 +359,23 @@ func TestCheckpointDecimalChunks(t *testing.T) {
 	decimal := labels.FromStrings("__name__", "m", "kind", "decimal")
 	// Alternating thirds, which XOR encodes best (see TestWriterDensifies).
 	thirds := labels.FromStrings("__name__", "m", "kind", "thirds")
+	// Decimals whose 51st sample starts a block range.
+	crossing := labels.FromStrings("__name__", "m", "kind", "crossing")
+	crossAt := opts.BlockRange - 50*15000
 	want := map[string][]sample{}
 	app := h.Appender(context.Background())
 	for j := range 200 {
 		ts := int64(j) * 15000
 		for _, s := range []struct {
 			lset labels.Labels
+			t    int64
 			v    float64
-		}{{decimal, float64(j*j) / 4}, {thirds, []float64{1.0 / 3, 2.0 / 3}[j%2]}} {
+		}{{decimal, ts, float64(j*j) / 4}, {thirds, ts, []float64{1.0 / 3, 2.0 / 3}[j%2]}, {crossing, crossAt + ts, float64(j) / 8}} {
 			if j == 100 {
 				continue // a gap for the late sample
 			}
-			mustAppend(t, app, s.lset, ts, s.v)
-			want[s.lset.String()] = append(want[s.lset.String()], sample{ts, s.v})
+			mustAppend(t, app, s.lset, s.t, s.v)
+			want[s.lset.String()] = append(want[s.lset.String()], sample{s.t, s.v})
 		}
 	}
 	if err := app.Commit(); err != nil {
@@ -390,9 +395,17 @@ func TestCheckpointDecimalChunks(t *testing.T) {
 		for _, c := range s.chunks {
 			encodings[s.lset.Get("kind")] = append(encodings[s.lset.Get("kind")], c.encoding())
 		}
+		if s.lset.Get("kind") == "crossing" {
+			if len(s.chunks) != 2 || s.chunks[0].maxt() >= opts.BlockRange || s.chunks[1].mint != opts.BlockRange {
+				t.Errorf("crossing series restored with %d chunks, the first to %d, want two split at %d", len(s.chunks), s.chunks[0].maxt(), opts.BlockRange)
+			}
+		}
 	}
-	if d := encodings["decimal"]; len(d) != 2 || d[0] != chunkenc.EncDecimal || d[1] != chunkenc.EncDecimal {
-		t.Errorf("decimal series restored with chunks %v, want two decimal ones", d)
+	if d := encodings["decimal"]; len(d) != 1 || d[0] != chunkenc.EncDecimal {
+		t.Errorf("decimal series restored with chunks %v, want one decimal one", d)
+	}
+	if d := encodings["crossing"]; len(d) != 2 || d[0] != chunkenc.EncDecimal || d[1] != chunkenc.EncDecimal {
+		t.Errorf("crossing series restored with chunks %v, want two decimal ones", d)
 	}
 	if n := encodings["thirds"]; len(n) != 2 || n[0] != chunkenc.EncXOR || n[1] != chunkenc.EncXOR {
 		t.Errorf("thirds restored with chunks %v, want two XOR ones", n)
