@@ -55,6 +55,16 @@ const decimalDod = 0x80
 // XOR chunk also spends bits on where the difference lies.
 const decimalRaw = 0x7f
 
+// decimalFromMin added to the mode's scale bits (0 to 15, or decimalRaw
+// to give decimalRawFromMin) says that value residuals are the
+// mantissas' distances from the smallest of them, a header field: a
+// bit a sample fewer than differences for values that wander in a band,
+// whose differences take a sign.
+const (
+	decimalFromMin    = 0x40
+	decimalRawFromMin = 0x7e
+)
+
 // Densifier re-encodes float chunks as decimal chunks where that is
 // smaller: one XOR chunk at a time (Densify), or consecutive chunks of a
 // series joined into one (Reset, Add, Encode), which saves each chunk's
@@ -70,6 +80,7 @@ type Densifier struct {
 	tres   []uint64
 	vres   []uint64
 	vdod   []uint64
+	vmin   []uint64
 	result bitWriter
 }
 
@@ -134,11 +145,16 @@ func (d *Densifier) Encode(limit int) (out []byte, ok bool) {
 			d.ms = append(d.ms, int64(math.Float64bits(v)))
 		}
 	}
-	d.tres, d.vres, d.vdod = d.tres[:0], d.vres[:0], d.vdod[:0]
+	d.tres, d.vres, d.vdod, d.vmin = d.tres[:0], d.vres[:0], d.vdod[:0], d.vmin[:0]
+	lo := int64(math.MaxInt64)
 	for i := 2; i < n; i++ {
 		d.tres = append(d.tres, zigzag((d.ts[i]-d.ts[i-1])-(d.ts[i-1]-d.ts[i-2])))
 		d.vres = append(d.vres, zigzag(d.ms[i]-d.ms[i-1]))
 		d.vdod = append(d.vdod, zigzag((d.ms[i]-d.ms[i-1])-(d.ms[i-1]-d.ms[i-2])))
+		lo = min(lo, d.ms[i])
+	}
+	for _, m := range d.ms[2:] {
+		d.vmin = append(d.vmin, uint64(m-lo))
 	}
 	tw, tcost := bestWidth(d.tres)
 	vw, vcost := bestWidth(d.vres)
@@ -147,7 +163,15 @@ func (d *Densifier) Encode(limit int) (out []byte, ok bool) {
 		vw, vcost, mode = dw, dcost, mode|decimalDod
 		d.vres, d.vdod = d.vdod, d.vres
 	}
-	// The header's varints are at most 40 bytes: compare before writing
+	fromMin := false
+	if mw, mcost := bestWidth(d.vmin); n > 2 && mcost+8*varintLen(lo-d.ms[0]) < vcost {
+		vw, vcost, mode, fromMin = mw, mcost, byte(scale+decimalFromMin), true
+		if scale == decimalRaw {
+			mode = decimalRawFromMin
+		}
+		d.vres, d.vmin = d.vmin, d.vres
+	}
+	// The header's varints are at most 50 bytes: compare before writing
 	// the columns, which are most of the size.
 	if decimalHeaderSize+(tcost+vcost+7)/8 >= limit {
 		return nil, false
@@ -160,6 +184,9 @@ func (d *Densifier) Encode(limit int) (out []byte, ok bool) {
 	w.buf = binary.AppendVarint(w.buf, d.ms[0])
 	w.buf = binary.AppendUvarint(w.buf, uint64(d.ts[1]-d.ts[0]))
 	w.buf = binary.AppendVarint(w.buf, d.ms[1]-d.ms[0])
+	if fromMin {
+		w.buf = binary.AppendVarint(w.buf, lo-d.ms[0])
+	}
 	for i := range d.tres {
 		writeResidual(w, d.tres[i], tw)
 		writeResidual(w, d.vres[i], vw)
@@ -283,6 +310,11 @@ func mantissa(v, p float64) (int64, bool) {
 	return m, math.Float64bits(float64(m)/p) == math.Float64bits(v)
 }
 
+// varintLen returns the bytes x takes as a signed varint.
+func varintLen(x int64) int {
+	return (bits.Len64(zigzag(x)|1) + 6) / 7
+}
+
 func zigzag(x int64) uint64   { return uint64(x<<1) ^ uint64(x>>63) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
@@ -341,9 +373,11 @@ type DecimalIterator struct {
 	p         float64 // 10^scale
 	raw       bool    // the mantissas are the values' bits
 	dod       bool
+	fromMin   bool // value residuals are distances from lo
 	tw, vw    uint8
 	t0, m0    int64
 	dt1, dm1  int64
+	lo        int64
 
 	t, dt int64
 	m, dm int64
@@ -361,8 +395,14 @@ func (it *DecimalIterator) Reset(b []byte) {
 	it.num = binary.BigEndian.Uint16(b)
 	mode, tw, vw := b[2], b[3], b[4]
 	scale := int(mode &^ decimalDod)
-	if (scale > maxDecimalScale && scale != decimalRaw) || tw > 64 || vw > 64 {
-		it.corruptAt(2, "scale or column width out of range")
+	switch {
+	case scale == decimalRawFromMin:
+		scale, it.fromMin = decimalRaw, true
+	case scale >= decimalFromMin && scale <= decimalFromMin+maxDecimalScale:
+		scale, it.fromMin = scale-decimalFromMin, true
+	}
+	if (scale > maxDecimalScale && scale != decimalRaw) || (it.fromMin && mode&decimalDod != 0) || tw > 64 || vw > 64 {
+		it.corruptAt(2, "mode or column width out of range")
 		return
 	}
 	it.raw, it.dod, it.tw, it.vw = scale == decimalRaw, mode&decimalDod != 0, tw, vw
@@ -370,8 +410,12 @@ func (it *DecimalIterator) Reset(b []byte) {
 		it.p = pow10[scale]
 	}
 	rest := b[decimalHeaderSize:]
-	var fields [4]int64
-	for i := range fields {
+	var fields [5]int64
+	nfields := 4
+	if it.fromMin {
+		nfields = 5
+	}
+	for i := range fields[:nfields] {
 		var k int
 		if i == 2 {
 			var u uint64
@@ -387,6 +431,7 @@ func (it *DecimalIterator) Reset(b []byte) {
 		rest = rest[k:]
 	}
 	it.t0, it.m0, it.dt1, it.dm1 = fields[0], fields[1], fields[2], fields[3]
+	it.lo = it.m0 + fields[4]
 	it.br.reset(rest)
 }
 
@@ -435,10 +480,13 @@ func (it *DecimalIterator) Next() bool {
 		}
 		it.dt += unzigzag(tr)
 		it.t += it.dt
-		if it.dod {
+		switch {
+		case it.fromMin:
+			it.m = it.lo + int64(vr)
+		case it.dod:
 			it.dm += unzigzag(vr)
 			it.m += it.dm
-		} else {
+		default:
 			it.m += unzigzag(vr)
 		}
 	}

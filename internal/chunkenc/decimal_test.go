@@ -91,7 +91,7 @@ func TestDecimalRaw(t *testing.T) {
 		if !ok {
 			continue // XOR was smaller
 		}
-		if scale := dec[2] &^ decimalDod; scale != decimalRaw {
+		if scale := dec[2] &^ decimalDod; scale != decimalRaw && scale != decimalRawFromMin {
 			t.Errorf("%s: scale %d, want the values' bits", name, scale)
 		}
 		got, err := decode(it, dec)
@@ -101,11 +101,15 @@ func TestDecimalRaw(t *testing.T) {
 	}
 	// Full-precision noise in a band: the bits' differences are narrower
 	// than XOR's windows and their headers.
+	// Coded as distances from their minimum, which take no sign.
 	noisy := regular(120, 0, 15000, func(int) float64 { return 40 + rng.Float64()*10 })
 	xor := encode(noisy).Bytes()
 	dec, ok := d.Densify(xor)
 	if !ok || len(dec) >= len(xor) {
 		t.Fatalf("noisy gauge: densified %v, %d bytes against XOR's %d", ok, len(dec), len(xor))
+	}
+	if dec[2] != decimalRawFromMin {
+		t.Errorf("noisy gauge: mode %#x, want the bits from their minimum", dec[2])
 	}
 	if got, err := decode(it, dec); err != nil || !slices.Equal(got, noisy) {
 		t.Fatalf("noisy gauge: round trip: %v", err)
@@ -143,6 +147,30 @@ func TestDecimalGolden(t *testing.T) {
 	}
 }
 
+// TestDecimalGoldenFromMin pins the coding of values as distances from
+// their minimum: a gauge swinging between two values, whose
+// differences would take a sign bit more.
+func TestDecimalGoldenFromMin(t *testing.T) {
+	samples := regular(11, 1_000_000, 15000, func(i int) float64 { return float64(100 + 62*(i%2)) })
+	var d Densifier
+	dec, ok := d.Densify(encode(samples).Bytes())
+	if !ok {
+		t.Fatal("not densified")
+	}
+	// count 11; scale 0 coded from the minimum; widths 0 and 6; t0
+	// 1000000, m0 100, t1-t0 15000, m1-m0 62; the minimum of samples 2
+	// to 10 less m0, 0 (varint); then their distances from it, 0, 62, 0,
+	// ..., six bits each, and two bits of padding.
+	const want = "000b" + "40" + "00" + "06" + "80897a" + "c801" + "9875" + "7c" + "00" + "03e03e03e03e00"
+	if got := hex.EncodeToString(dec); got != want {
+		t.Errorf("encoded %s, want %s", got, want)
+	}
+	again, err := decode(&DecimalIterator{}, dec)
+	if err != nil || !slices.Equal(again, samples) {
+		t.Fatalf("golden chunk decodes to %v, %v", again, err)
+	}
+}
+
 func TestDecimalCorrupt(t *testing.T) {
 	var d Densifier
 	dec, ok := d.Densify(encode(decimalCases()["integer counter"]).Bytes())
@@ -157,7 +185,9 @@ func TestDecimalCorrupt(t *testing.T) {
 		"truncated":      dec[:len(dec)-2],
 		"trailing bytes": append(slices.Clone(dec), 0, 0),
 		"scale 16":       append([]byte{0, 2, 16, 0, 0}, dec[decimalHeaderSize:]...),
-		"scale 126":      append([]byte{0, 2, 126, 0, 0}, dec[decimalHeaderSize:]...),
+		"scale 125":      append([]byte{0, 2, 125, 0, 0}, dec[decimalHeaderSize:]...),
+		"scale 80":       append([]byte{0, 2, 80, 0, 0}, dec[decimalHeaderSize:]...),
+		"dod from min":   append([]byte{0, 2, 0xc0, 0, 0}, dec[decimalHeaderSize:]...),
 		"width 65":       append([]byte{0, 2, 0, 65, 0}, dec[decimalHeaderSize:]...),
 	} {
 		got, err := decode(it, b)
