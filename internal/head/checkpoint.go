@@ -107,6 +107,9 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		copier    = chunkCopier{arena: h.arena}
 		densifier chunkenc.Densifier
 		joined    []chunkenc.Meta
+		// Series repeat each other's label names and values: a record
+		// is compressed where that makes it smaller.
+		compressor record.Compressor
 	)
 	keep := func(c chunkenc.Meta) error {
 		data := copier.alloc(len(c.Data))
@@ -124,7 +127,7 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		batch, size = batch[:0], 0
 		copier.reset()
 		joined = joined[:0]
-		return w.Log(buf)
+		return w.Log(compressor.Compress(buf))
 	}
 	var (
 		starts []record.RefStartTime

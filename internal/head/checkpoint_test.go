@@ -16,7 +16,9 @@ import (
 
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/wal"
 )
 
 // writeBatches appends batches of one sample per series, timestamps from
@@ -83,6 +85,18 @@ func TestCheckpointThenReplay(t *testing.T) {
 	}
 	if slices.Contains(names, "00000000") {
 		t.Fatalf("segment covered by the checkpoint was not deleted: %v", names)
+	}
+	// The series repeat each other's labels: their records are
+	// compressed.
+	kinds := map[record.Type]int{}
+	if _, err := wal.Replay(filepath.Join(dir, cps[0]), wal.ReplayOptions{}, func(rec []byte) error {
+		kinds[record.Kind(rec)]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if kinds[record.Compressed] == 0 || kinds[record.ChunkSeries] > 0 {
+		t.Errorf("checkpoint records by type: %v, want the chunk series compressed", kinds)
 	}
 
 	for _, workers := range []int{1, 2, 4} {

@@ -189,6 +189,14 @@ func (l *loader) apply(rec []byte) error {
 		}
 		l.h.exemplars.add(l.exemplars, l.h.seriesLabels)
 		clear(l.exemplars)
+	case record.Compressed:
+		inner, err := l.dec.Decompress(rec)
+		if err != nil {
+			return err
+		}
+		// inner is valid until the next Decompress: apply is done with
+		// it when it returns.
+		return l.apply(inner)
 	default:
 		return fmt.Errorf("unknown record type %d", rec[0])
 	}

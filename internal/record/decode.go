@@ -3,6 +3,8 @@ package record
 import (
 	"math"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/storage"
@@ -28,6 +30,9 @@ type Decoder struct {
 
 	builder labels.ScratchBuilder
 	spans   []labelSpan
+
+	zstd     *zstd.Decoder // for Decompress, made at its first call
+	unzipped []byte
 }
 
 // labelSpan locates one label's name and value in a series' encoded labels,

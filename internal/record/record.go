@@ -45,6 +45,10 @@ const (
 	FloatHistogramSamples Type = 7
 	// StartTimes records hold changes of series' start (created) times.
 	StartTimes Type = 8
+	// Compressed records hold another record compressed with zstd: a
+	// checkpoint's ChunkSeries records, whose series repeat each
+	// other's label names and values.
+	Compressed Type = 9
 )
 
 func (t Type) String() string {
@@ -65,6 +69,8 @@ func (t Type) String() string {
 		return "start times"
 	case FloatHistogramSamples:
 		return "float histogram samples"
+	case Compressed:
+		return "compressed"
 	default:
 		return fmt.Sprintf("unknown(%d)", uint8(t))
 	}
@@ -77,7 +83,7 @@ func Kind(rec []byte) Type {
 		return Unknown
 	}
 	switch t := Type(rec[0]); t {
-	case Series, Samples, ChunkSeries, Metadata, Exemplars, HistogramSamples, FloatHistogramSamples, StartTimes:
+	case Series, Samples, ChunkSeries, Metadata, Exemplars, HistogramSamples, FloatHistogramSamples, StartTimes, Compressed:
 		return t
 	}
 	return Unknown

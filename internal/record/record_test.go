@@ -193,7 +193,8 @@ func TestKind(t *testing.T) {
 		{[]byte{6}, HistogramSamples},
 		{[]byte{7}, FloatHistogramSamples},
 		{[]byte{8}, StartTimes},
-		{[]byte{9}, Unknown},
+		{[]byte{9}, Compressed},
+		{[]byte{10}, Unknown},
 		{[]byte{255}, Unknown},
 	}
 	for _, tc := range cases {
