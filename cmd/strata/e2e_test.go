@@ -360,6 +360,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--log.level", "loud"},
 		{"--query.timeout", "-1s"},
 		{"--query.range-parallelism", "0"},
+		{"--query.engine", "vectorised"},
 		{"--query.max-concurrency", "-1"},
 		{"--no-such-flag"},
 		{"extra-arg"},

@@ -26,6 +26,11 @@ type Options struct {
 	// Engine evaluates PromQL. Required. It is typically a *promql.Engine;
 	// any promql.QueryEngine will do, so a faster engine can replace it.
 	Engine promql.QueryEngine
+	// Rollup, if set, evaluates the queries that ask for no statistics
+	// (`stats`) in Engine's place: a faster engine that answers as
+	// Engine does but whose statistics would not count Engine's work
+	// (internal/rollup).
+	Rollup promql.QueryEngine
 	// Queryable is the data queries and metadata requests read. Required.
 	Queryable storage.Queryable
 	// Parser parses match[] selectors. It must be the parser the Engine
@@ -89,6 +94,7 @@ func DefaultOptions() Options {
 // it is safe for concurrent use.
 type API struct {
 	engine        promql.QueryEngine
+	rollup        promql.QueryEngine // Options.Rollup, or engine
 	queryable     storage.Queryable
 	parser        parser.Parser
 	logger        *slog.Logger
@@ -114,6 +120,7 @@ type API struct {
 func New(opts Options) *API {
 	a := &API{
 		engine:        opts.Engine,
+		rollup:        opts.Rollup,
 		queryable:     opts.Queryable,
 		parser:        opts.Parser,
 		logger:        opts.Logger,
@@ -131,6 +138,9 @@ func New(opts Options) *API {
 		storageRetention: opts.StorageRetention,
 		rangeParallelism: opts.RangeParallelism,
 		queries:          newGate(opts.MaxConcurrentQueries),
+	}
+	if a.rollup == nil {
+		a.rollup = a.engine
 	}
 	if a.parser == nil {
 		a.parser = parser.NewParser(parser.Options{})

@@ -655,3 +655,47 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+// countingEngine counts the queries it is asked to make.
+type countingEngine struct {
+	promql.QueryEngine
+	n int
+}
+
+func (c *countingEngine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
+	c.n++
+	return c.QueryEngine.NewInstantQuery(ctx, q, opts, qs, ts)
+}
+
+func (c *countingEngine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
+	c.n++
+	return c.QueryEngine.NewRangeQuery(ctx, q, opts, qs, start, end, step)
+}
+
+// TestRollupEngine checks that queries go to Options.Rollup unless they
+// ask for statistics, which count Options.Engine's work.
+func TestRollupEngine(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	engine := &countingEngine{QueryEngine: newTestEngine(p)}
+	rollup := &countingEngine{QueryEngine: newTestEngine(p)}
+	h := newTestAPI(newFakeStorage(), func(o *Options) {
+		o.Engine, o.Rollup, o.RangeParallelism = engine, rollup, 2
+	})
+	for _, c := range []struct {
+		target              string
+		wantEngine, wantRup int
+	}{
+		{"/api/v1/query?" + q("query", "up"), 0, 1},
+		{"/api/v1/query?" + q("query", "up", "stats", "true"), 1, 0},
+		{"/api/v1/query_range?" + q("query", "up", "start", "0", "end", "600", "step", "1"), 0, 2}, // split in two
+		{"/api/v1/query_range?" + q("query", "up", "start", "0", "end", "600", "step", "1", "stats", "all"), 1, 0},
+	} {
+		engine.n, rollup.n = 0, 0
+		if rec := do(h, http.MethodGet, c.target, ""); rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.target, rec.Code, rec.Body)
+		}
+		if engine.n != c.wantEngine || rollup.n != c.wantRup {
+			t.Errorf("%s: %d queries to Engine and %d to Rollup, want %d and %d", c.target, engine.n, rollup.n, c.wantEngine, c.wantRup)
+		}
+	}
+}

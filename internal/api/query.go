@@ -49,12 +49,22 @@ func (a *API) query(r *http.Request) result {
 		cancel()
 		return errResult(aerr)
 	}
-	qry, err := a.engine.NewInstantQuery(ctx, a.queryable, opts, r.FormValue("query"), ts)
+	qry, err := a.engineFor(r).NewInstantQuery(ctx, a.queryable, opts, r.FormValue("query"), ts)
 	if err != nil {
 		cancel()
 		return errResult(invalidParam("query", err))
 	}
 	return a.exec(ctx, cancel, qry, r.FormValue("stats"), limit)
+}
+
+// engineFor returns the engine that evaluates the query of r: Engine
+// where r asks for statistics, which count Engine's own work, and
+// otherwise Rollup.
+func (a *API) engineFor(r *http.Request) promql.QueryEngine {
+	if r.FormValue("stats") != "" {
+		return a.engine
+	}
+	return a.rollup
 }
 
 // queryRange serves /api/v1/query_range: query, start, end, step,
@@ -103,7 +113,7 @@ func (a *API) queryRange(r *http.Request) result {
 			return a.execSplit(ctx, cancel, opts, r.FormValue("query"), startMs, endMs, stepMs, parts, limit)
 		}
 	}
-	qry, err := a.engine.NewRangeQuery(ctx, a.queryable, opts, r.FormValue("query"), start, end, step)
+	qry, err := a.engineFor(r).NewRangeQuery(ctx, a.queryable, opts, r.FormValue("query"), start, end, step)
 	if err != nil {
 		cancel()
 		return errResult(invalidParam("query", err))

@@ -81,7 +81,8 @@ func (a *API) execSplit(ctx context.Context, cancel context.CancelFunc, opts pro
 	}
 	for j := range int64(parts) {
 		lo, hi := j*n/int64(parts), (j+1)*n/int64(parts)-1
-		q, err := a.engine.NewRangeQuery(ctx, a.queryable, opts, qs, timestamp.Time(startMs+lo*stepMs), timestamp.Time(startMs+hi*stepMs), time.Duration(stepMs)*time.Millisecond)
+		// Queries asking for statistics run whole (see queryRange).
+		q, err := a.rollup.NewRangeQuery(ctx, a.queryable, opts, qs, timestamp.Time(startMs+lo*stepMs), timestamp.Time(startMs+hi*stepMs), time.Duration(stepMs)*time.Millisecond)
 		if err != nil {
 			finalize()
 			return errResult(invalidParam("query", err))

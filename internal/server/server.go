@@ -29,6 +29,7 @@ import (
 	"github.com/strata-db/strata/internal/ingest/importer"
 	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
+	"github.com/strata-db/strata/internal/rollup"
 	"github.com/strata-db/strata/internal/ui"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -80,6 +81,10 @@ type Config struct {
 	DefaultSubqueryStep   time.Duration
 	ParserOptions         parser.Options
 	DelayedNameRemoval    bool
+	// QueryEngine is QueryEngineRollup (internal/rollup evaluates rate
+	// and increase and their aggregations, Prometheus' engine the rest)
+	// or QueryEnginePrometheus (Prometheus' engine alone).
+	QueryEngine string
 
 	// RemoteRead bounds the remote-read endpoint.
 	RemoteRead RemoteReadLimits
@@ -117,9 +122,16 @@ func DefaultConfig() Config {
 		// them between queries as the scheduler does.
 		QueryRangeParallelism: runtime.GOMAXPROCS(0),
 		DefaultSubqueryStep:   time.Minute,
+		QueryEngine:           QueryEngineRollup,
 		RemoteRead:            DefaultRemoteReadLimits(),
 	}
 }
+
+// The values of Config.QueryEngine.
+const (
+	QueryEngineRollup     = "rollup"
+	QueryEnginePrometheus = "prometheus"
+)
 
 // Run serves until ctx is cancelled, then shuts down cleanly: it stops
 // accepting requests, lets the ones in flight finish, and closes the store.
@@ -228,9 +240,17 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	mux.Handle("POST /v1/metrics", otlpHandler)
 	mux.Handle("POST /api/v1/otlp/v1/metrics", otlpHandler)
 
+	var rollupEngine promql.QueryEngine
+	if cfg.QueryEngine == QueryEngineRollup {
+		rollupEngine = rollup.New(rollup.Options{
+			Engine: engine, Parser: promParser, MaxSamples: cfg.QueryMaxSamples, DelayedNameRemoval: cfg.DelayedNameRemoval,
+		})
+	}
+
 	apiMux := http.NewServeMux()
 	api.New(api.Options{
 		Engine:        engine,
+		Rollup:        rollupEngine,
 		Queryable:     store,
 		Parser:        promParser,
 		Logger:        logger.With("component", "api"),

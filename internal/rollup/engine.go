@@ -1,0 +1,173 @@
+package rollup
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/model/timestamp"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/prometheus/prometheus/util/stats"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Engine is Prometheus' engine: it evaluates what is around the
+	// inners, and every query this package does not take. Required.
+	Engine promql.QueryEngine
+	// Parser parses queries as Engine's does. nil means
+	// parser.NewParser(parser.Options{}).
+	Parser parser.Parser
+	// MaxSamples is Engine's limit on samples held at once: an inner
+	// whose rates have more points runs in Engine, which reports it.
+	MaxSamples int
+	// DelayedNameRemoval says Engine keeps __name__ until the end of a
+	// query. Its queries run whole in Engine: it changes what rate's
+	// results carry.
+	DelayedNameRemoval bool
+}
+
+// Engine is a promql.QueryEngine that evaluates the inners of a query
+// (see the package comment) itself and the rest in Prometheus' engine.
+// It is safe for concurrent use.
+type Engine struct {
+	opts  Options
+	taken atomic.Int64 // queries whose inners were evaluated here, for tests
+}
+
+// New returns an Engine.
+func New(opts Options) *Engine {
+	if opts.Parser == nil {
+		opts.Parser = parser.NewParser(parser.Options{})
+	}
+	return &Engine{opts: opts}
+}
+
+func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
+	return e.newQuery(ctx, q, opts, qs, ts, ts, 0)
+}
+
+func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
+	return e.newQuery(ctx, q, opts, qs, start, end, interval)
+}
+
+func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
+	whole := func(q storage.Queryable, qs string) (promql.Query, error) {
+		if interval == 0 {
+			return e.opts.Engine.NewInstantQuery(ctx, q, opts, qs, start)
+		}
+		return e.opts.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval)
+	}
+	var pl *plan
+	if !e.opts.DelayedNameRemoval && (opts == nil || !opts.EnablePerStepStats()) {
+		pl = newPlan(e.opts.Parser, qs)
+	}
+	if pl == nil {
+		return whole(q, qs)
+	}
+	v := &virtual{Queryable: q, steps: steps{start: timestamp.FromTime(start), end: timestamp.FromTime(end), interval: interval.Milliseconds()}}
+	rewritten, err := whole(v, pl.rewritten)
+	if err != nil {
+		// The original query's error, as the engine words it.
+		return whole(q, qs)
+	}
+	return &query{
+		Query: rewritten, plan: pl, virtual: v, qs: qs, maxSamples: e.opts.MaxSamples, taken: &e.taken,
+		whole: func() (promql.Query, error) { return whole(q, qs) },
+	}, nil
+}
+
+// query runs a rewritten query: the inners first, then the rest in
+// Prometheus' engine; or the original query whole, if an inner cannot
+// be evaluated here.
+type query struct {
+	promql.Query // running: the rewritten query, or the original
+	plan         *plan
+	virtual      *virtual
+	qs           string
+	maxSamples   int
+	whole        func() (promql.Query, error)
+	taken        *atomic.Int64
+
+	mu       sync.Mutex
+	canceled bool
+	cancel   context.CancelFunc // of the inners' evaluation
+}
+
+func (q *query) Exec(ctx context.Context) *promql.Result {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	q.mu.Lock()
+	if q.canceled {
+		cancel()
+	}
+	q.cancel = cancel
+	q.mu.Unlock()
+
+	var annos annotations.Annotations
+	ev := evaluator{maxSamples: q.maxSamples}
+	for _, in := range q.plan.inners {
+		res, ws, err := ev.eval(ctx, q.virtual.Queryable, in, q.virtual.steps)
+		annos.Merge(ws)
+		if errors.Is(err, errWhole) {
+			return q.execWhole(ctx)
+		}
+		if err != nil {
+			return &promql.Result{Err: err, Warnings: annos}
+		}
+		q.virtual.results = append(q.virtual.results, res)
+	}
+	q.taken.Add(1)
+	res := q.Query.Exec(ctx)
+	res.Warnings = annos.Merge(res.Warnings)
+	return res
+}
+
+// execWhole runs the original query in Prometheus' engine.
+func (q *query) execWhole(ctx context.Context) *promql.Result {
+	whole, err := q.whole()
+	if err != nil {
+		return &promql.Result{Err: err}
+	}
+	q.mu.Lock()
+	q.Query.Close()
+	q.Query = whole
+	q.mu.Unlock()
+	return whole.Exec(ctx)
+}
+
+func (q *query) Cancel() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.canceled = true
+	if q.cancel != nil {
+		q.cancel()
+	}
+	q.Query.Cancel()
+}
+
+func (q *query) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.Query.Close()
+}
+
+func (q *query) Stats() *stats.Statistics {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.Query.Stats()
+}
+
+func (q *query) Statement() parser.Statement {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.Query.Statement()
+}
+
+// String returns the query as it was given.
+func (q *query) String() string { return q.qs }

@@ -1,0 +1,386 @@
+package rollup
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/schema"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/prometheus/prometheus/util/kahansum"
+)
+
+// errWhole says that an inner cannot be evaluated here: the query runs
+// whole in Prometheus' engine (see the package comment).
+var errWhole = errors.New("rollup: query runs whole in Prometheus' engine")
+
+// steps are the times (ms) a query is evaluated at: start, start+interval,
+// ... up to end; an instant query's interval is 0 and it has one.
+type steps struct{ start, end, interval int64 }
+
+func (s steps) count() int {
+	if s.interval <= 0 {
+		return 1
+	}
+	return int((s.end-s.start)/s.interval) + 1
+}
+
+func (s steps) at(k int) int64 { return s.start + int64(k)*s.interval }
+
+// result is an inner's value: series with a value, or none, at each step.
+type result struct {
+	series []resultSeries
+}
+
+type resultSeries struct {
+	lset labels.Labels
+	vals []float64 // at each step; meaningless where has is false
+	has  []bool
+}
+
+// durationMs converts as the engine does.
+func durationMs(d time.Duration) int64 { return int64(d / time.Millisecond) }
+
+// evaluator evaluates inners; its buffers are reused from one series to
+// the next. It is used by one goroutine.
+type evaluator struct {
+	maxSamples int
+	ts         []int64
+	vs         []float64
+	resets     []int
+	vals       []float64
+	has        []bool
+}
+
+// eval evaluates in over st from q. It returns errWhole where the query
+// must run whole in Prometheus' engine.
+func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, st steps) (*result, annotations.Annotations, error) {
+	offset := in.vs.OriginalOffset
+	selRange := durationMs(in.ms.Range)
+	// The samples the engine's selector reads: those of every step's
+	// window, (ts-offset-range, ts-offset].
+	mint := st.start - durationMs(offset) - selRange
+	maxt := st.end - durationMs(offset)
+	querier, err := q.Querier(mint, maxt)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer querier.Close()
+	hints := &storage.SelectHints{Start: mint, End: maxt, Step: st.interval, Range: selRange, Func: in.call.Func.Name}
+	if in.agg != nil {
+		hints.By, hints.Grouping = !in.agg.Without, in.agg.Grouping
+	}
+	ss := querier.Select(ctx, false, hints, in.vs.LabelMatchers...)
+
+	n := st.count()
+	var (
+		annos  annotations.Annotations
+		res    = &result{}
+		agg    *aggregator
+		points int
+		seen   = map[uint64][]labels.Labels{} // outputs' labels, for duplicates
+		it     chunkenc.Iterator
+	)
+	if in.agg != nil {
+		agg = newAggregator(in.agg, n)
+	}
+	isRate := in.call.Func.Name == "rate"
+	for i := 0; ss.Next(); i++ {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, annos, err
+			}
+		}
+		s := ss.At()
+		it = s.Iterator(it)
+		if err := ev.load(it); err != nil {
+			return nil, annos, err
+		}
+		got := ev.rates(st, offset, in.ms.Range, isRate)
+		if got == 0 {
+			continue
+		}
+		points += got
+		if points > ev.maxSamples {
+			// The engine holds every point of the rates at once.
+			return nil, annos, errWhole
+		}
+		lset := s.Labels()
+		if name := lset.Get(labels.MetricName); name != "" && !counterName(name) {
+			annos.Add(annotations.NewPossibleNonCounterInfo(name, in.call.Args[0].PositionRange()))
+		}
+		out := lset.DropReserved(schema.IsMetadataLabel)
+		h := out.Hash()
+		for _, other := range seen[h] {
+			if labels.Equal(other, out) {
+				// The engine fails the query: two rates with the same
+				// labels.
+				return nil, annos, errWhole
+			}
+		}
+		seen[h] = append(seen[h], out)
+		if agg != nil {
+			agg.add(out, ev.vals, ev.has)
+			continue
+		}
+		res.series = append(res.series, resultSeries{lset: out, vals: slices.Clone(ev.vals), has: slices.Clone(ev.has)})
+	}
+	if err := ss.Err(); err != nil {
+		return nil, annos, err
+	}
+	annos.Merge(ss.Warnings())
+	if agg != nil {
+		res.series = agg.result()
+	}
+	return res, annos, nil
+}
+
+// counterName reports whether a metric's name says it is a counter, as
+// the engine checks before rate and increase.
+func counterName(name string) bool {
+	return strings.HasSuffix(name, "_total") || strings.HasSuffix(name, "_sum") ||
+		strings.HasSuffix(name, "_count") || strings.HasSuffix(name, "_bucket")
+}
+
+// load reads a series' float samples into ts and vs, leaving out
+// staleness markers as range selectors do, and finds its counter resets.
+func (ev *evaluator) load(it chunkenc.Iterator) error {
+	ev.ts, ev.vs, ev.resets = ev.ts[:0], ev.vs[:0], ev.resets[:0]
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		if vt != chunkenc.ValFloat {
+			return errWhole
+		}
+		t, v := it.At()
+		if value.IsStaleNaN(v) {
+			continue
+		}
+		if n := len(ev.vs); n > 0 && v < ev.vs[n-1] {
+			ev.resets = append(ev.resets, n)
+		}
+		ev.ts = append(ev.ts, t)
+		ev.vs = append(ev.vs, v)
+	}
+	return it.Err()
+}
+
+// rates fills vals and has with the rate (isRate) or increase of the
+// loaded series over each step's window, computed as Prometheus'
+// extrapolatedRate computes it, and returns the number of steps with a
+// value.
+func (ev *evaluator) rates(st steps, offset, rng time.Duration, isRate bool) int {
+	n := st.count()
+	ev.vals = slices.Grow(ev.vals[:0], n)[:n]
+	ev.has = slices.Grow(ev.has[:0], n)[:n]
+	clear(ev.has)
+	ts, vs, resets := ev.ts, ev.vs, ev.resets
+	selRange, off := durationMs(rng), durationMs(offset)
+	lo, hi, r, got := 0, 0, 0, 0
+	for k := range n {
+		at := st.at(k)
+		maxt := at - off
+		mint := maxt - selRange
+		for hi < len(ts) && ts[hi] <= maxt {
+			hi++
+		}
+		for lo < hi && ts[lo] <= mint {
+			lo++
+		}
+		if hi-lo < 2 {
+			continue
+		}
+		for r < len(resets) && resets[r] <= lo {
+			r++
+		}
+		result := vs[hi-1] - vs[lo]
+		for j := r; j < len(resets) && resets[j] < hi; j++ {
+			result += vs[resets[j]-1]
+		}
+		rangeStart := at - durationMs(rng+offset)
+		rangeEnd := at - durationMs(offset)
+		firstT, lastT := ts[lo], ts[hi-1]
+		durationToStart := float64(firstT-rangeStart) / 1000
+		durationToEnd := float64(rangeEnd-lastT) / 1000
+		sampledInterval := float64(lastT-firstT) / 1000
+		averageDurationBetweenSamples := sampledInterval / float64(hi-lo-1)
+		extrapolationThreshold := averageDurationBetweenSamples * 1.1
+		if durationToStart >= extrapolationThreshold {
+			durationToStart = averageDurationBetweenSamples / 2
+		}
+		// A counter cannot go below zero: extrapolate to the start no
+		// further than to where it would have been zero.
+		durationToZero := durationToStart
+		if result > 0 && vs[lo] >= 0 {
+			durationToZero = sampledInterval * (vs[lo] / result)
+		}
+		if durationToZero < durationToStart {
+			durationToStart = durationToZero
+		}
+		if durationToEnd >= extrapolationThreshold {
+			durationToEnd = averageDurationBetweenSamples / 2
+		}
+		factor := 1.0
+		if sampledInterval != 0 {
+			factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
+		}
+		if isRate {
+			factor /= rng.Seconds()
+		}
+		result *= factor
+		ev.vals[k], ev.has[k] = result, true
+		got++
+	}
+	return got
+}
+
+// aggregator aggregates rates into groups, step by step, as the engine's
+// aggregation does for float samples: series are added in the order the
+// engine would see them, and each group's value at a step is computed
+// with the engine's arithmetic in that order.
+type aggregator struct {
+	op       parser.ItemType
+	without  bool
+	grouping []string // sorted
+	steps    int
+	index    map[uint64]int
+	groups   []group
+	buf      []byte
+}
+
+type group struct {
+	lset labels.Labels
+	accs []acc
+}
+
+// acc is a group's aggregate at one step (the engine's groupedAggregation
+// for floats).
+type acc struct {
+	seen            bool
+	incrementalMean bool
+	value           float64
+	mean            float64
+	kahanC          float64
+	count           float64
+}
+
+func newAggregator(e *parser.AggregateExpr, steps int) *aggregator {
+	grouping := slices.Clone(e.Grouping)
+	slices.Sort(grouping)
+	return &aggregator{op: e.Op, without: e.Without, grouping: grouping, steps: steps, index: map[uint64]int{}}
+}
+
+// add adds a series' values at the steps where has is true.
+func (a *aggregator) add(lset labels.Labels, vals []float64, has []bool) {
+	var key uint64
+	switch {
+	case a.without:
+		key, a.buf = lset.HashWithoutLabels(a.buf, a.grouping...)
+	case len(a.grouping) > 0:
+		key, a.buf = lset.HashForLabels(a.buf, a.grouping...)
+	}
+	g, ok := a.index[key]
+	if !ok {
+		g = len(a.groups)
+		a.index[key] = g
+		a.groups = append(a.groups, group{lset: a.groupLabels(lset), accs: make([]acc, a.steps)})
+	}
+	accs := a.groups[g].accs
+	for k, f := range vals {
+		if has[k] {
+			a.addAt(&accs[k], f)
+		}
+	}
+}
+
+// groupLabels returns the labels of the group lset falls into.
+func (a *aggregator) groupLabels(lset labels.Labels) labels.Labels {
+	b := labels.NewBuilder(lset)
+	switch {
+	case a.without:
+		b.Del(a.grouping...)
+		b.Del(labels.MetricName)
+		return b.Labels()
+	case len(a.grouping) > 0:
+		b.Keep(a.grouping...)
+		return b.Labels()
+	}
+	return labels.EmptyLabels()
+}
+
+// addAt adds f to a group's aggregate at one step.
+func (a *aggregator) addAt(g *acc, f float64) {
+	if !g.seen {
+		*g = acc{seen: true, value: f, mean: f, count: 1}
+		if a.op == parser.GROUP {
+			g.value = 1
+		}
+		return
+	}
+	switch a.op {
+	case parser.SUM:
+		g.value, g.kahanC = kahansum.Inc(f, g.value, g.kahanC)
+	case parser.AVG:
+		// The sum while it does not overflow, then an incremental mean.
+		g.count++
+		if !g.incrementalMean {
+			v, c := kahansum.Inc(f, g.value, g.kahanC)
+			if !math.IsInf(v, 0) {
+				g.value, g.kahanC = v, c
+				return
+			}
+			g.incrementalMean = true
+			g.mean = g.value / (g.count - 1)
+			g.kahanC /= g.count - 1
+		}
+		q := (g.count - 1) / g.count
+		g.mean, g.kahanC = kahansum.Inc(f/g.count, q*g.mean, q*g.kahanC)
+	case parser.MAX:
+		if g.value < f || math.IsNaN(g.value) {
+			g.value = f
+		}
+	case parser.MIN:
+		if g.value > f || math.IsNaN(g.value) {
+			g.value = f
+		}
+	case parser.COUNT:
+		g.count++
+	}
+}
+
+// result returns the groups' values, in the order the groups were first
+// seen.
+func (a *aggregator) result() []resultSeries {
+	out := make([]resultSeries, 0, len(a.groups))
+	for _, g := range a.groups {
+		rs := resultSeries{lset: g.lset, vals: make([]float64, a.steps), has: make([]bool, a.steps)}
+		for k, c := range g.accs {
+			if !c.seen {
+				continue
+			}
+			rs.has[k] = true
+			switch a.op {
+			case parser.SUM:
+				rs.vals[k] = c.value + c.kahanC
+			case parser.AVG:
+				if c.incrementalMean {
+					rs.vals[k] = c.mean + c.kahanC
+				} else {
+					rs.vals[k] = c.value/c.count + c.kahanC/c.count
+				}
+			case parser.COUNT:
+				rs.vals[k] = c.count
+			default:
+				rs.vals[k] = c.value
+			}
+		}
+		out = append(out, rs)
+	}
+	return out
+}

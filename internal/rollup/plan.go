@@ -1,0 +1,163 @@
+package rollup
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/promql/parser/posrange"
+)
+
+// markerLabel is the label of the selectors that stand for inners in a
+// rewritten query. Names starting with two underscores are reserved for
+// internal use, so no user's selector matches on it.
+const markerLabel = "__rollup__"
+
+// inner is an expression this package evaluates: rate or increase of a
+// matrix selector, possibly aggregated.
+type inner struct {
+	agg  *parser.AggregateExpr // nil: the call alone
+	call *parser.Call
+	ms   *parser.MatrixSelector
+	vs   *parser.VectorSelector
+	pos  posrange.PositionRange // of the whole inner in the query
+}
+
+// plan holds a query's inners and the query with each replaced by its
+// marker selector.
+type plan struct {
+	inners    []*inner
+	rewritten string
+}
+
+// aggregations are the aggregation operators an inner may apply.
+var aggregations = map[parser.ItemType]bool{
+	parser.SUM: true, parser.AVG: true, parser.MIN: true, parser.MAX: true,
+	parser.COUNT: true, parser.GROUP: true,
+}
+
+// transparent are the functions that may take an inner's result as an
+// argument: each computes its output from its input's values and labels
+// only, whatever expression produced them. Others (timestamp, absent,
+// the range functions) are not.
+var transparent = map[string]bool{
+	"abs": true, "ceil": true, "floor": true, "round": true, "exp": true, "sqrt": true,
+	"ln": true, "log2": true, "log10": true, "sgn": true, "clamp": true, "clamp_min": true,
+	"clamp_max": true, "histogram_quantile": true, "scalar": true, "sort": true,
+	"sort_desc": true, "sort_by_label": true, "sort_by_label_desc": true,
+	"label_replace": true, "label_join": true, "deg": true, "rad": true,
+	"acos": true, "acosh": true, "asin": true, "asinh": true, "atan": true, "atanh": true,
+	"cos": true, "cosh": true, "sin": true, "sinh": true, "tan": true, "tanh": true,
+}
+
+// newPlan returns the plan for query qs, or nil if it has no inner or
+// must run whole (see the package comment). A query that does not parse
+// gets nil: Prometheus' engine reports its error.
+func newPlan(p parser.Parser, qs string) *plan {
+	expr, err := p.ParseExpr(qs)
+	if err != nil || usesAtOrSubquery(expr) {
+		return nil
+	}
+	pl := &plan{}
+	pl.collect(expr)
+	if len(pl.inners) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	last := 0
+	for i, in := range pl.inners {
+		b.WriteString(qs[last:in.pos.Start])
+		sel := marker(i)
+		b.WriteString(sel)
+		b.WriteString(strings.Repeat(" ", int(in.pos.End-in.pos.Start)-len(sel)))
+		last = int(in.pos.End)
+	}
+	b.WriteString(qs[last:])
+	pl.rewritten = b.String()
+	return pl
+}
+
+// marker returns the selector that stands for inner i.
+func marker(i int) string { return fmt.Sprintf(`{%s="%d"}`, markerLabel, i) }
+
+// collect adds the outermost inners of expr that only transparent
+// expressions surround, in the order of their positions.
+func (pl *plan) collect(expr parser.Expr) {
+	if in := innerOf(expr); in != nil {
+		// Its marker must fit in its text.
+		if int(in.pos.End-in.pos.Start) >= len(marker(len(pl.inners))) {
+			pl.inners = append(pl.inners, in)
+		}
+		return
+	}
+	switch e := expr.(type) {
+	case *parser.ParenExpr:
+		pl.collect(e.Expr)
+	case *parser.UnaryExpr:
+		pl.collect(e.Expr)
+	case *parser.BinaryExpr:
+		pl.collect(e.LHS)
+		pl.collect(e.RHS)
+	case *parser.AggregateExpr:
+		pl.collect(e.Expr)
+	case *parser.Call:
+		if transparent[e.Func.Name] {
+			for _, arg := range e.Args {
+				pl.collect(arg)
+			}
+		}
+	}
+}
+
+// innerOf returns expr as an inner, or nil if it is not one.
+func innerOf(expr parser.Expr) *inner {
+	var agg *parser.AggregateExpr
+	if a, ok := expr.(*parser.AggregateExpr); ok {
+		if !aggregations[a.Op] || a.Param != nil {
+			return nil
+		}
+		agg, expr = a, a.Expr
+		for {
+			p, ok := expr.(*parser.ParenExpr)
+			if !ok {
+				break
+			}
+			expr = p.Expr
+		}
+	}
+	call, ok := expr.(*parser.Call)
+	if !ok || (call.Func.Name != "rate" && call.Func.Name != "increase") || len(call.Args) != 1 {
+		return nil
+	}
+	ms, ok := call.Args[0].(*parser.MatrixSelector)
+	if !ok || ms.RangeExpr != nil {
+		// A range given as an expression is computed by the engine.
+		return nil
+	}
+	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+	if !ok || vs.Anchored || vs.Smoothed || vs.OriginalOffsetExpr != nil {
+		return nil
+	}
+	in := &inner{agg: agg, call: call, ms: ms, vs: vs, pos: call.PositionRange()}
+	if agg != nil {
+		in.pos = agg.PositionRange()
+	}
+	return in
+}
+
+// usesAtOrSubquery reports whether expr has an @ modifier or a subquery
+// anywhere: both evaluate parts of a query at times other than its
+// steps.
+func usesAtOrSubquery(expr parser.Expr) bool {
+	found := false
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		switch n := node.(type) {
+		case *parser.VectorSelector:
+			found = found || n.Timestamp != nil || n.StartOrEnd != 0
+		case *parser.SubqueryExpr:
+			found = true
+		}
+		return nil
+	})
+	return found
+}

@@ -1,0 +1,316 @@
+package rollup
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/timestamp"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/strata-db/strata/internal/db"
+	"github.com/strata-db/strata/internal/storage"
+)
+
+// The data of the differential tests: an hour of samples every 15 s or
+// so, from t0, in blocks of 20 minutes and the head.
+const (
+	t0         = int64(1_700_000_000_000)
+	dataSpan   = int64(time.Hour / time.Millisecond)
+	blockRange = int64(20 * time.Minute / time.Millisecond)
+)
+
+// openData loads series that exercise every case of rate, increase and
+// the aggregations: counters with resets, gaps, staleness markers, NaN
+// and huge values, a gauge (for rate's annotation), two counters whose
+// labels differ only in name (the engine's duplicate error), a series
+// with native histograms (which run whole in the engine) and classic
+// histogram buckets.
+func openData(t *testing.T) *db.DB {
+	opts := db.DefaultOptions()
+	opts.Dir = t.TempDir()
+	opts.Head.BlockRange = blockRange
+	opts.CompactionInterval = 0
+	opts.RetentionTime = 0
+	opts.MaxBlockDuration = time.Duration(blockRange) * time.Millisecond
+	store := db.Open(opts)
+	if err := store.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	app := store.Appender(context.Background())
+	add := func(lset labels.Labels, s storage.Sample) {
+		if _, err := app.Append(0, lset, s); err != nil {
+			t.Fatalf("%s at %d: %v", lset, s.T, err)
+		}
+	}
+	counter := func(lset labels.Labels, scale float64) {
+		v := rng.Float64() * 100 * scale
+		for ts := t0; ts < t0+dataSpan; ts += 15000 {
+			switch r := rng.IntN(100); {
+			case r < 5: // a gap
+				continue
+			case r < 7: // a reset
+				v = rng.Float64() * scale
+			case r < 8:
+				add(lset, storage.Sample{T: ts + rng.Int64N(2000), V: math.Float64frombits(value.StaleNaN)})
+				continue
+			case r < 9 && scale == 1:
+				add(lset, storage.Sample{T: ts, V: math.NaN()})
+				continue
+			default:
+				v += rng.Float64() * 10 * scale
+			}
+			add(lset, storage.Sample{T: ts + rng.Int64N(2000), V: v})
+		}
+	}
+	for i := range 4 {
+		for j := range 3 {
+			counter(labels.FromStrings("__name__", "a_total", "i", fmt.Sprint(i), "j", fmt.Sprint(j)), 1)
+			counter(labels.FromStrings("__name__", "b_total", "i", fmt.Sprint(i), "j", fmt.Sprint(j), "k", "x"), 1)
+		}
+		counter(labels.FromStrings("__name__", "g", "i", fmt.Sprint(i)), 1)
+		counter(labels.FromStrings("__name__", "big_total", "i", fmt.Sprint(i)), 1e305)
+	}
+	counter(labels.FromStrings("__name__", "dup_total", "x", "1"), 1)
+	counter(labels.FromStrings("__name__", "dup2_total", "x", "1"), 1)
+	for _, le := range []string{"0.1", "0.5", "1", "+Inf"} {
+		counter(labels.FromStrings("__name__", "lat_bucket", "le", le, "job", "api"), 1)
+	}
+	for ts := t0; ts < t0+dataSpan; ts += 30000 {
+		n := uint64((ts - t0) / 1000)
+		add(labels.FromStrings("__name__", "h_total"), storage.Sample{T: ts, H: &histogram.Histogram{Count: n, ZeroCount: n, Sum: float64(n)}})
+		add(labels.FromStrings("__name__", "mixed_total"), storage.Sample{T: ts, V: float64(n)})
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// diffQueries are the queries of TestAgainstEngine: inners alone, in
+// every aggregation, under transparent expressions, and those that must
+// run whole.
+var diffQueries = []string{
+	`rate(a_total[5m])`,
+	`increase(a_total[2m])`,
+	`rate(a_total{i="1"}[1m] offset 3m)`,
+	`rate(a_total[5m] offset -2m)`,
+	`sum(rate(a_total[5m]))`,
+	`sum by (i) (rate(a_total[5m]))`,
+	`sum(rate(a_total[5m])) by (i)`,
+	`avg without (j) (increase(a_total[3m]))`,
+	`max by (j) (rate(a_total[4m]))`,
+	`min(rate(a_total[5m]))`,
+	`count by (i) (rate(a_total[90s]))`,
+	`group by (i) (rate(a_total[5m]))`,
+	`sum by (k) (rate(b_total[5m]))`,
+	`avg(rate(big_total[5m]))`,
+	`sum(rate(big_total[5m]))`,
+	`avg by (i) (increase(big_total[10m]))`,
+	`rate(g[5m])`,
+	`sum(rate(g[5m]))`,
+	`rate({__name__=~"dup_total|dup2_total"}[5m])`,
+	`sum(rate({__name__=~"dup_total|dup2_total"}[5m]))`,
+	`rate({__name__=~"a_total|g"}[5m])`,
+	`histogram_quantile(0.9, sum by (le, job) (rate(lat_bucket[5m])))`,
+	`topk(3, rate(a_total[5m]))`,
+	`sum(rate(a_total[5m])) / sum(rate(b_total[5m]))`,
+	`sum by (i) (rate(a_total[5m])) * on (i) group_left sum by (i) (rate(b_total[5m]))`,
+	`abs(-rate(a_total[5m])) > 0.2`,
+	`-sum((rate(a_total[5m])))`,
+	`label_replace(sum by (i) (rate(a_total[5m])), "x", "$1", "i", "(.*)")`,
+	`rate(h_total[5m])`,
+	`sum(rate(h_total[5m]))`,
+	`sum(rate(mixed_total[5m])) + sum(rate(h_total[5m]))`,
+	`rate(nothing_total[5m])`,
+	`timestamp(rate(a_total[5m]))`,
+	`sum(rate(a_total[5m] @ 1700001000))`,
+	`max_over_time(sum(rate(a_total[5m]))[10m:1m])`,
+	`quantile(0.5, rate(a_total[5m]))`,
+}
+
+// TestAgainstEngine runs every diffQueries query, instant and over
+// ranges, through Engine and through Prometheus' engine alone, and
+// requires the same answers bit for bit (values, labels, order of an
+// instant vector), the same warnings and infos, and the same errors.
+func TestAgainstEngine(t *testing.T) {
+	store := openData(t)
+	const maxSamples = 50000000
+	prom := newPromEngine(t, maxSamples)
+	e := New(Options{Engine: prom, MaxSamples: maxSamples})
+	rng := rand.New(rand.NewPCG(3, 4))
+	ctx := context.Background()
+	run := func(eng promql.QueryEngine, qs string, start, end time.Time, step time.Duration) (*promql.Result, func()) {
+		var q promql.Query
+		var err error
+		if step == 0 {
+			q, err = eng.NewInstantQuery(ctx, store, nil, qs, start)
+		} else {
+			q, err = eng.NewRangeQuery(ctx, store, nil, qs, start, end, step)
+		}
+		if err != nil {
+			return &promql.Result{Err: err}, func() {}
+		}
+		return q.Exec(ctx), q.Close
+	}
+	nonEmpty := 0
+	for _, qs := range diffQueries {
+		for round := range 6 {
+			start := t0 + rng.Int64N(dataSpan)
+			end := start
+			var step time.Duration
+			if round > 0 {
+				step = []time.Duration{7 * time.Second, 15 * time.Second, time.Minute, 100 * time.Second, 10 * time.Minute}[rng.IntN(5)]
+				start = t0 - 5*60000 + rng.Int64N(dataSpan/2)
+				end = start + rng.Int64N(dataSpan)
+			}
+			name := fmt.Sprintf("%s/%d-%d/%s", qs, start-t0, end-t0, step)
+			want, closeWant := run(prom, qs, timestamp.Time(start), timestamp.Time(end), step)
+			got, closeGot := run(e, qs, timestamp.Time(start), timestamp.Time(end), step)
+			if diff := compareResults(qs, got, want); diff != "" {
+				t.Errorf("%s: %s", name, diff)
+			}
+			if points(want) > 0 {
+				nonEmpty++
+			}
+			closeWant()
+			closeGot()
+		}
+	}
+	t.Logf("%d queries evaluated inners; %d answers had points", e.taken.Load(), nonEmpty)
+	if n := e.taken.Load(); n < int64(len(diffQueries))*3 {
+		t.Errorf("only %d queries evaluated inners", n)
+	}
+	if nonEmpty < len(diffQueries)*4 {
+		t.Errorf("only %d answers had points", nonEmpty)
+	}
+}
+
+// points counts the points of a result.
+func points(r *promql.Result) int {
+	switch v := r.Value.(type) {
+	case promql.Matrix:
+		n := 0
+		for _, s := range v {
+			n += len(s.Floats) + len(s.Histograms)
+		}
+		return n
+	case promql.Vector:
+		return len(v)
+	}
+	return 0
+}
+
+// compareResults describes how got differs from want, or returns "".
+func compareResults(qs string, got, want *promql.Result) string {
+	if (got.Err == nil) != (want.Err == nil) || (got.Err != nil && got.Err.Error() != want.Err.Error()) {
+		return fmt.Sprintf("error %v, want %v", got.Err, want.Err)
+	}
+	gw, gi := got.Warnings.AsStrings(qs, 0, 0)
+	ww, wi := want.Warnings.AsStrings(qs, 0, 0)
+	slices.Sort(gw)
+	slices.Sort(ww)
+	slices.Sort(gi)
+	slices.Sort(wi)
+	if !slices.Equal(gw, ww) || !slices.Equal(gi, wi) {
+		return fmt.Sprintf("warnings %q infos %q, want %q %q", gw, gi, ww, wi)
+	}
+	if got.Err != nil {
+		return ""
+	}
+	g, w := got.Value, want.Value
+	if g.Type() != w.Type() {
+		return fmt.Sprintf("%s, want %s", g.Type(), w.Type())
+	}
+	switch w := w.(type) {
+	case promql.Matrix:
+		g := g.(promql.Matrix)
+		if len(g) != len(w) {
+			return fmt.Sprintf("%d series, want %d", len(g), len(w))
+		}
+		for i := range w {
+			if !labels.Equal(g[i].Metric, w[i].Metric) || len(g[i].Floats) != len(w[i].Floats) || len(g[i].Histograms) != len(w[i].Histograms) {
+				return fmt.Sprintf("series %d: %s with %d points, want %s with %d", i, g[i].Metric, len(g[i].Floats), w[i].Metric, len(w[i].Floats))
+			}
+			for j := range w[i].Floats {
+				if g[i].Floats[j].T != w[i].Floats[j].T || math.Float64bits(g[i].Floats[j].F) != math.Float64bits(w[i].Floats[j].F) {
+					return fmt.Sprintf("%s point %d: %v, want %v", w[i].Metric, j, g[i].Floats[j], w[i].Floats[j])
+				}
+			}
+		}
+	case promql.Vector:
+		g := g.(promql.Vector)
+		if len(g) != len(w) {
+			return fmt.Sprintf("%d samples, want %d", len(g), len(w))
+		}
+		for i := range w {
+			if !labels.Equal(g[i].Metric, w[i].Metric) || g[i].T != w[i].T || math.Float64bits(g[i].F) != math.Float64bits(w[i].F) || (g[i].H == nil) != (w[i].H == nil) {
+				return fmt.Sprintf("sample %d: %s %v, want %s %v", i, g[i].Metric, g[i].F, w[i].Metric, w[i].F)
+			}
+		}
+	case promql.Scalar:
+		if math.Float64bits(g.(promql.Scalar).V) != math.Float64bits(w.V) {
+			return fmt.Sprintf("%v, want %v", g, w)
+		}
+	}
+	return ""
+}
+
+// TestPlan checks which parts of a query Engine evaluates and that the
+// rewritten query keeps every position.
+func TestPlan(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	for qs, want := range map[string][]string{
+		`rate(a_total[5m])`:                                         {`rate(a_total[5m])`},
+		`sum by (i) (rate(a_total[5m])) > 1`:                        {`sum by (i) (rate(a_total[5m]))`},
+		`sum(rate(a_total[5m])) by (i)`:                             {`sum(rate(a_total[5m])) by (i)`},
+		`topk(3, sum by (i) (increase(a_total[5m])))`:               {`sum by (i) (increase(a_total[5m]))`},
+		`topk(3, rate(a_total[5m]))`:                                {`rate(a_total[5m])`},
+		`histogram_quantile(0.9, sum by (le) (rate(x_bucket[5m])))`: {`sum by (le) (rate(x_bucket[5m]))`},
+		`sum(rate(a_total[5m])) / sum(rate(b_total[5m]))`:           {`sum(rate(a_total[5m]))`, `sum(rate(b_total[5m]))`},
+		`rate(x[1m])`:                             nil, // too short for its marker
+		`timestamp(rate(a_total[5m]))`:            nil,
+		`absent(rate(a_total[5m]))`:               nil,
+		`irate(a_total[5m])`:                      nil,
+		`stddev(rate(a_total[5m]))`:               {`rate(a_total[5m])`},
+		`rate(a_total[5m] @ 100)`:                 nil,
+		`sum(rate(a_total[5m])) + up @ 100`:       nil,
+		`max_over_time(rate(a_total[5m])[1h:])`:   nil,
+		`count_values("v", rate(a_total[5m]))`:    {`rate(a_total[5m])`},
+		`rate(a_total[5m] offset (1m+1m))`:        nil,
+		`sum by (i) (rate(a_total[(5m+1m)]))`:     nil,
+		`rate(a_total[5m] anchored)`:              nil,
+		"sum(\n  rate(a_total[5m])\n) by (i) * 2": {"sum(\n  rate(a_total[5m])\n) by (i)"},
+	} {
+		pl := newPlan(p, qs)
+		var got []string
+		if pl != nil {
+			for _, in := range pl.inners {
+				got = append(got, qs[in.pos.Start:in.pos.End])
+			}
+			if len(pl.rewritten) != len(qs) {
+				t.Errorf("%s: rewritten to %q, of another length", qs, pl.rewritten)
+			}
+			if _, err := p.ParseExpr(pl.rewritten); err != nil {
+				t.Errorf("%s: rewritten to %q: %v", qs, pl.rewritten, err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: inners %q, want %q", qs, got, want)
+		}
+	}
+}
