@@ -141,6 +141,59 @@ func (si *SeriesIterator) enter(i int) {
 	si.inChunk = true
 }
 
+// AppendFloats appends the timestamps and values of all the series'
+// samples in [mint, maxt] to ts and vs, decoding a chunk at a time rather
+// than a sample at a time, for a reader that wants them all (a rate over
+// every step of a query). It must be called on a freshly Reset iterator,
+// which it leaves at the end. If a chunk holds histograms it appends
+// nothing and returns ok false, leaving the iterator as it was.
+func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ []float64, ok bool, err error) {
+	for _, c := range si.chunks {
+		if c.Enc != EncXOR && c.Enc != EncDecimal {
+			return ts, vs, false, nil
+		}
+	}
+	for i, c := range si.chunks {
+		if c.MaxT < si.mint || c.MinT > si.maxt {
+			continue
+		}
+		n := len(ts)
+		switch c.Enc {
+		case EncDecimal:
+			si.dec.Reset(c.Data)
+			for si.dec.Next() {
+				t, v := si.dec.At()
+				ts, vs = append(ts, t), append(vs, v)
+			}
+			err = si.dec.Err()
+		default:
+			si.xor.Reset(c.Data)
+			for si.xor.Next() {
+				t, v := si.xor.At()
+				ts, vs = append(ts, t), append(vs, v)
+			}
+			err = si.xor.Err()
+		}
+		if err != nil {
+			si.i, si.inChunk, si.err, si.done = i, true, err, true
+			return ts, vs, true, err
+		}
+		if c.MinT < si.mint || c.MaxT > si.maxt {
+			// A chunk at an end of the range: keep what is inside.
+			k := n
+			for j := n; j < len(ts); j++ {
+				if ts[j] >= si.mint && ts[j] <= si.maxt {
+					ts[k], vs[k] = ts[j], vs[j]
+					k++
+				}
+			}
+			ts, vs = ts[:k], vs[:k]
+		}
+	}
+	si.done = true
+	return ts, vs, true, nil
+}
+
 // seekT is int64 under another name. go vet's stdmethods check expects any
 // method named Seek whose first parameter is an int64 to be io.Seeker's;
 // Prometheus' Iterator.Seek is not, and the alias keeps vet quiet without

@@ -150,10 +150,38 @@ func counterName(name string) bool {
 		strings.HasSuffix(name, "_count") || strings.HasSuffix(name, "_bucket")
 }
 
+// floatsAppender is an iterator that hands out all its samples at once
+// (strata's chunkenc.SeriesIterator).
+type floatsAppender interface {
+	AppendFloats(ts []int64, vs []float64) ([]int64, []float64, bool, error)
+}
+
 // load reads a series' float samples into ts and vs, leaving out
 // staleness markers as range selectors do, and finds its counter resets.
 func (ev *evaluator) load(it chunkenc.Iterator) error {
 	ev.ts, ev.vs, ev.resets = ev.ts[:0], ev.vs[:0], ev.resets[:0]
+	if fa, ok := it.(floatsAppender); ok {
+		ts, vs, ok, err := fa.AppendFloats(ev.ts, ev.vs)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errWhole
+		}
+		k := 0
+		for j, v := range vs {
+			if value.IsStaleNaN(v) {
+				continue
+			}
+			if k > 0 && v < vs[k-1] {
+				ev.resets = append(ev.resets, k)
+			}
+			ts[k], vs[k] = ts[j], v
+			k++
+		}
+		ev.ts, ev.vs = ts[:k], vs[:k]
+		return nil
+	}
 	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 		if vt != chunkenc.ValFloat {
 			return errWhole
