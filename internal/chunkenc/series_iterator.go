@@ -163,6 +163,9 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 			si.dec.Reset(c.Data)
 			for si.dec.Next() {
 				t, v := si.dec.At()
+				if t > si.maxt {
+					break
+				}
 				ts, vs = append(ts, t), append(vs, v)
 			}
 			err = si.dec.Err()
@@ -170,6 +173,9 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 			si.xor.Reset(c.Data)
 			for si.xor.Next() {
 				t, v := si.xor.At()
+				if t > si.maxt {
+					break
+				}
 				ts, vs = append(ts, t), append(vs, v)
 			}
 			err = si.xor.Err()
@@ -178,11 +184,11 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 			si.i, si.inChunk, si.err, si.done = i, true, err, true
 			return ts, vs, true, err
 		}
-		if c.MinT < si.mint || c.MaxT > si.maxt {
-			// A chunk at an end of the range: keep what is inside.
+		if c.MinT < si.mint {
+			// The chunk at the range's start: drop what is before it.
 			k := n
 			for j := n; j < len(ts); j++ {
-				if ts[j] >= si.mint && ts[j] <= si.maxt {
+				if ts[j] >= si.mint {
 					ts[k], vs[k] = ts[j], vs[j]
 					k++
 				}

@@ -82,9 +82,10 @@ func TestBuiltin(t *testing.T) {
 			taken += e.taken.Load()
 		})
 	}
-	// The tests' rates and increases are many: most must have run here.
+	// The tests' range queries over rates and increases are many: 51
+	// took the path at Prometheus v0.315.
 	t.Logf("%d queries evaluated inners here", taken)
-	if taken < 50 {
+	if taken < 40 {
 		t.Errorf("%d queries evaluated inners", taken)
 	}
 }

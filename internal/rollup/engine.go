@@ -63,8 +63,10 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		}
 		return e.opts.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval)
 	}
+	// An instant query reads each window once in the engine too: it
+	// has nothing to gain.
 	var pl *plan
-	if !e.opts.DelayedNameRemoval && (opts == nil || !opts.EnablePerStepStats()) {
+	if interval > 0 && !e.opts.DelayedNameRemoval && (opts == nil || !opts.EnablePerStepStats()) {
 		pl = newPlan(e.opts.Parser, qs)
 	}
 	if pl == nil {
