@@ -2,7 +2,6 @@ package rollup
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,13 +114,12 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 	ev := evaluator{maxSamples: q.maxSamples}
 	for _, in := range q.plan.inners {
 		res, ws, err := ev.eval(ctx, q.virtual.Queryable, in, q.virtual.steps)
-		annos.Merge(ws)
-		if errors.Is(err, errWhole) {
+		if err != nil {
+			// errWhole, or the query was canceled or timed out, or the
+			// storage failed: the engine reports each its own way.
 			return q.execWhole(ctx)
 		}
-		if err != nil {
-			return &promql.Result{Err: err, Warnings: annos}
-		}
+		annos.Merge(ws)
 		q.virtual.results = append(q.virtual.results, res)
 	}
 	q.taken.Add(1)

@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/strata-db/strata/internal/db"
 	"github.com/strata-db/strata/internal/storage"
@@ -311,6 +313,48 @@ func TestPlan(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: inners %q, want %q", qs, got, want)
+		}
+	}
+}
+
+// failingQueryable fails every querier it is asked for.
+type failingQueryable struct{}
+
+func (failingQueryable) Querier(int64, int64) (promstorage.Querier, error) {
+	return nil, errors.New("disk on fire")
+}
+
+// TestErrorsAsEngine checks that a failing storage and a canceled query
+// give the errors Prometheus' engine gives: the query runs whole there.
+func TestErrorsAsEngine(t *testing.T) {
+	store := openData(t)
+	prom := newPromEngine(t, 50000000)
+	e := New(Options{Engine: prom, MaxSamples: 50000000})
+	const qs = `sum by (i) (rate(a_total[5m]))`
+	start, end := timestamp.Time(t0), timestamp.Time(t0+dataSpan)
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, c := range map[string]struct {
+		ctx context.Context
+		q   promstorage.Queryable
+	}{
+		"storage":  {context.Background(), failingQueryable{}},
+		"canceled": {canceled, store},
+	} {
+		var results [2]*promql.Result
+		for i, eng := range []promql.QueryEngine{prom, e} {
+			q, err := eng.NewRangeQuery(c.ctx, c.q, nil, qs, start, end, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results[i] = q.Exec(c.ctx)
+			defer q.Close()
+		}
+		if results[0].Err == nil {
+			t.Fatalf("%s: no error from the engine", name)
+		}
+		if diff := compareResults(qs, results[1], results[0]); diff != "" {
+			t.Errorf("%s: %s", name, diff)
 		}
 	}
 }
