@@ -84,7 +84,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&sc.QueryMaxConcurrency, "query.max-concurrency", sc.QueryMaxConcurrency, "most queries evaluated at once; as many more wait for a slot, and more than that are refused with 503")
 	fs.IntVar(&sc.QueryRangeParallelism, "query.range-parallelism", sc.QueryRangeParallelism, "most parts a range query's steps are split into and evaluated at once, on different cores (default: the cores strata may use); 1 evaluates every query whole")
 	fs.DurationVar(&sc.DefaultSubqueryStep, "query.default-subquery-step", sc.DefaultSubqueryStep, "step of subqueries that do not give one")
-	fs.StringVar(&sc.QueryEngine, "query.engine", sc.QueryEngine, "how queries are evaluated: rollup (rate and increase over range vectors, and their sum, avg, min, max, count and group, by strata over all steps at once, the rest by Prometheus' engine, with the same answers) or prometheus (Prometheus' engine alone); queries asking for stats always run in Prometheus' engine")
+	fs.StringVar(&sc.QueryEngine, "query.engine", sc.QueryEngine, "how queries are evaluated: rollup (in range queries, rate and increase over range vectors, and their sum, avg, min, max, count and group, by strata over all steps at once, the rest by Prometheus' engine, with the same answers) or prometheus (Prometheus' engine alone); queries asking for stats always run in Prometheus' engine")
 	var features stringList
 	fs.Var(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr (may be repeated)")
 	if err := fs.Parse(args); err != nil {
