@@ -16,7 +16,7 @@ type histogramDecoder struct {
 	num  uint16 // samples in the chunk, from the header
 	read uint16 // samples decoded so far
 	// reals counts the decoded histograms that are not stale markers: the
-	// first of them gets the header's hint.
+	// first of them holds its values whole.
 	reals uint16
 
 	header CounterResetHeader
@@ -125,16 +125,23 @@ func (d *histogramDecoder) readDod() bool {
 }
 
 // hint returns the counter reset hint of the current histogram, which is
-// not a stale marker: the header's for the chunk's first, then "no reset"
-// (a chunk of counters never holds one) or "gauge".
+// not a stale marker: "gauge" in a gauge chunk; in a chunk of counters,
+// "unknown" for the chunk's first sample, whatever the header says, and
+// "no reset" for the others (a chunk of counters never holds one).
 func (d *histogramDecoder) hint() histogram.CounterResetHint {
 	switch {
-	case d.reals == 1:
-		return d.header.hint()
 	case d.header == GaugeType:
 		return histogram.GaugeType
+	case d.read > 1:
+		return histogram.NotCounterReset
 	}
-	return histogram.NotCounterReset
+	// The chunk's first sample: whether it follows the one before it
+	// without a reset depends on the previous chunk, which a late
+	// sample, a backfill or a deletion may have changed since the
+	// header was written. Prometheus' storage says unknown here, and
+	// queries (rate's reset detection, aggregations' warnings) go by
+	// what the storage says.
+	return histogram.UnknownCounterReset
 }
 
 // checkEnd reports a missing header, or trailing data after the last

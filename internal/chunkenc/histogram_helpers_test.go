@@ -195,23 +195,29 @@ func diffFloatHistogram(got, want *histogram.FloatHistogram, checkHint bool) str
 }
 
 // expectedHints returns the hints the iterator gives samples appended to
-// one chunk: the header's (from the first real histogram) to the first
-// histogram that is not a stale marker, then NotCounterReset or
-// GaugeType; stale markers have none.
+// one chunk, as Prometheus' storage gives them: GaugeType throughout a
+// gauge chunk; in a chunk of counters, UnknownCounterReset to its first
+// sample and NotCounterReset to the others; stale markers have none.
 func expectedHints(hints []histogram.CounterResetHint, stale []bool) []histogram.CounterResetHint {
 	out := make([]histogram.CounterResetHint, len(hints))
-	first := true
-	var gauge bool
+	// The header is the first real histogram's: a gauge chunk's samples
+	// are all gauges.
+	gauge := false
 	for i, h := range hints {
+		if !stale[i] {
+			gauge = h == histogram.GaugeType
+			break
+		}
+	}
+	for i := range hints {
 		switch {
 		case stale[i]:
 			out[i] = histogram.UnknownCounterReset
-		case first:
-			out[i] = headerFromHint(h).hint()
-			gauge = h == histogram.GaugeType
-			first = false
 		case gauge:
 			out[i] = histogram.GaugeType
+		case i == 0:
+			// Whatever the header says, as Prometheus' storage.
+			out[i] = histogram.UnknownCounterReset
 		default:
 			out[i] = histogram.NotCounterReset
 		}

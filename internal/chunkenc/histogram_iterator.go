@@ -117,9 +117,10 @@ func (it *HistogramIterator) readValue(s *dodState) bool {
 // The spans are the chunk's layout, so the histogram may have buckets of
 // count 0 that the appended one lacked. A stale marker comes back as
 // Prometheus writes one: Sum is the stale NaN and everything else is zero.
-// CounterResetHint is the one of the chunk's header (the hint of the same
-// name) for its first histogram that is not a stale marker, then
-// histogram.NotCounterReset, or histogram.GaugeType in a gauge chunk.
+// CounterResetHint is what Prometheus' storage gives: GaugeType in a
+// gauge chunk; in a chunk of counters, UnknownCounterReset for the
+// chunk's first sample, whatever its header says, and NotCounterReset
+// for the others.
 func (it *HistogramIterator) AtHistogram(h *histogram.Histogram) *histogram.Histogram {
 	if h == nil {
 		h = &histogram.Histogram{}
