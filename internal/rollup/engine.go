@@ -23,7 +23,8 @@ type Options struct {
 	// parser.NewParser(parser.Options{}).
 	Parser parser.Parser
 	// MaxSamples is Engine's limit on samples held at once: an inner
-	// whose rates have more points runs in Engine, which reports it.
+	// whose function results have more points runs in Engine, which
+	// reports it.
 	MaxSamples int
 	// DelayedNameRemoval says Engine keeps __name__ until the end of a
 	// query. Its queries run whole in Engine: it changes what rate's

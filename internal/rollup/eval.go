@@ -92,7 +92,8 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 	if in.agg != nil {
 		agg = newAggregator(in.agg, n)
 	}
-	isRate := in.call.Func.Name == "rate"
+	fn := windowFuncs[in.call.Func.Name]
+	isCounterFunc := in.call.Func.Name == "rate" || in.call.Func.Name == "increase"
 	for i := 0; ss.Next(); i++ {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -104,24 +105,24 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 		if err := ev.load(it); err != nil {
 			return nil, annos, err
 		}
-		got := ev.rates(st, offset, in.ms.Range, isRate)
+		got := ev.windows(st, offset, in.ms.Range, fn)
 		if got == 0 {
 			continue
 		}
 		points += got
 		if points > ev.maxSamples {
-			// The engine holds every point of the rates at once.
+			// The engine holds every point of the function's results at once.
 			return nil, annos, errWhole
 		}
 		lset := s.Labels()
-		if name := lset.Get(labels.MetricName); name != "" && !counterName(name) {
+		if name := lset.Get(labels.MetricName); isCounterFunc && name != "" && !counterName(name) {
 			annos.Add(annotations.NewPossibleNonCounterInfo(name, in.call.Args[0].PositionRange()))
 		}
 		out := lset.DropReserved(schema.IsMetadataLabel)
 		h := out.Hash()
 		for _, other := range seen[h] {
 			if labels.Equal(other, out) {
-				// The engine fails the query: two rates with the same
+				// The engine fails the query: two results with the same
 				// labels.
 				return nil, annos, errWhole
 			}
@@ -199,79 +200,178 @@ func (ev *evaluator) load(it chunkenc.Iterator) error {
 	return it.Err()
 }
 
-// rates fills vals and has with the rate (isRate) or increase of the
-// loaded series over each step's window, computed as Prometheus'
-// extrapolatedRate computes it, and returns the number of steps with a
-// value.
-func (ev *evaluator) rates(st steps, offset, rng time.Duration, isRate bool) int {
+// windows fills vals and has with fn of the loaded series over each
+// step's window, the samples in (ts-offset-range, ts-offset], and
+// returns the number of steps with a value.
+func (ev *evaluator) windows(st steps, offset, rng time.Duration, fn windowFunc) int {
 	n := st.count()
 	ev.vals = slices.Grow(ev.vals[:0], n)[:n]
 	ev.has = slices.Grow(ev.has[:0], n)[:n]
 	clear(ev.has)
-	ts, vs, resets := ev.ts, ev.vs, ev.resets
+	ts := ev.ts
 	selRange, off := durationMs(rng), durationMs(offset)
-	lo, hi, r, got := 0, 0, 0, 0
+	w := window{ts: ts, vs: ev.vs, resets: ev.resets, rng: rng, offset: offset}
+	got := 0
 	for k := range n {
-		at := st.at(k)
-		maxt := at - off
+		w.at = st.at(k)
+		maxt := w.at - off
 		mint := maxt - selRange
-		for hi < len(ts) && ts[hi] <= maxt {
-			hi++
+		for w.hi < len(ts) && ts[w.hi] <= maxt {
+			w.hi++
 		}
-		for lo < hi && ts[lo] <= mint {
-			lo++
+		for w.lo < w.hi && ts[w.lo] <= mint {
+			w.lo++
 		}
-		if hi-lo < 2 {
+		if w.lo == w.hi {
 			continue
 		}
-		for r < len(resets) && resets[r] <= lo {
-			r++
+		if v, ok := fn(&w); ok {
+			ev.vals[k], ev.has[k] = v, true
+			got++
 		}
-		result := vs[hi-1] - vs[lo]
-		for j := r; j < len(resets) && resets[j] < hi; j++ {
-			result += vs[resets[j]-1]
-		}
-		rangeStart := at - durationMs(rng+offset)
-		rangeEnd := at - durationMs(offset)
-		firstT, lastT := ts[lo], ts[hi-1]
-		durationToStart := float64(firstT-rangeStart) / 1000
-		durationToEnd := float64(rangeEnd-lastT) / 1000
-		sampledInterval := float64(lastT-firstT) / 1000
-		averageDurationBetweenSamples := sampledInterval / float64(hi-lo-1)
-		extrapolationThreshold := averageDurationBetweenSamples * 1.1
-		if durationToStart >= extrapolationThreshold {
-			durationToStart = averageDurationBetweenSamples / 2
-		}
-		// A counter cannot go below zero: extrapolate to the start no
-		// further than to where it would have been zero.
-		durationToZero := durationToStart
-		if result > 0 && vs[lo] >= 0 {
-			durationToZero = sampledInterval * (vs[lo] / result)
-		}
-		if durationToZero < durationToStart {
-			durationToStart = durationToZero
-		}
-		if durationToEnd >= extrapolationThreshold {
-			durationToEnd = averageDurationBetweenSamples / 2
-		}
-		factor := 1.0
-		if sampledInterval != 0 {
-			factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
-		}
-		if isRate {
-			factor /= rng.Seconds()
-		}
-		result *= factor
-		ev.vals[k], ev.has[k] = result, true
-		got++
 	}
 	return got
 }
 
-// aggregator aggregates rates into groups, step by step, as the engine's
-// aggregation does for float samples: series are added in the order the
-// engine would see them, and each group's value at a step is computed
-// with the engine's arithmetic in that order.
+// window is a step's window of a loaded series: samples lo to hi-1.
+type window struct {
+	ts          []int64
+	vs          []float64
+	resets      []int // indices of samples lower than the one before
+	lo, hi      int
+	r           int // the first of resets past lo, kept up by rate
+	at          int64
+	rng, offset time.Duration
+}
+
+// A windowFunc computes a range function's value over a non-empty
+// window, as Prometheus' function of the same name computes it for
+// float samples, or says there is none.
+type windowFunc func(w *window) (float64, bool)
+
+// windowFuncs are the range functions an inner may apply.
+var windowFuncs = map[string]windowFunc{
+	"rate":          func(w *window) (float64, bool) { return w.extrapolatedRate(true) },
+	"increase":      func(w *window) (float64, bool) { return w.extrapolatedRate(false) },
+	"sum_over_time": sumOverTime,
+	"avg_over_time": avgOverTime,
+	"min_over_time": func(w *window) (float64, bool) {
+		return extremeOverTime(w, func(cur, x float64) bool { return cur < x })
+	},
+	"max_over_time": func(w *window) (float64, bool) {
+		return extremeOverTime(w, func(cur, x float64) bool { return cur > x })
+	},
+	"count_over_time": func(w *window) (float64, bool) { return float64(w.hi - w.lo), true },
+}
+
+// extrapolatedRate is the rate (isRate) or increase over the window,
+// computed as Prometheus' extrapolatedRate computes it.
+func (w *window) extrapolatedRate(isRate bool) (float64, bool) {
+	ts, vs, resets, lo, hi := w.ts, w.vs, w.resets, w.lo, w.hi
+	if hi-lo < 2 {
+		return 0, false
+	}
+	for w.r < len(resets) && resets[w.r] <= lo {
+		w.r++
+	}
+	result := vs[hi-1] - vs[lo]
+	for j := w.r; j < len(resets) && resets[j] < hi; j++ {
+		result += vs[resets[j]-1]
+	}
+	rangeStart := w.at - durationMs(w.rng+w.offset)
+	rangeEnd := w.at - durationMs(w.offset)
+	firstT, lastT := ts[lo], ts[hi-1]
+	durationToStart := float64(firstT-rangeStart) / 1000
+	durationToEnd := float64(rangeEnd-lastT) / 1000
+	sampledInterval := float64(lastT-firstT) / 1000
+	averageDurationBetweenSamples := sampledInterval / float64(hi-lo-1)
+	extrapolationThreshold := averageDurationBetweenSamples * 1.1
+	if durationToStart >= extrapolationThreshold {
+		durationToStart = averageDurationBetweenSamples / 2
+	}
+	// A counter cannot go below zero: extrapolate to the start no
+	// further than to where it would have been zero.
+	durationToZero := durationToStart
+	if result > 0 && vs[lo] >= 0 {
+		durationToZero = sampledInterval * (vs[lo] / result)
+	}
+	if durationToZero < durationToStart {
+		durationToStart = durationToZero
+	}
+	if durationToEnd >= extrapolationThreshold {
+		durationToEnd = averageDurationBetweenSamples / 2
+	}
+	factor := 1.0
+	if sampledInterval != 0 {
+		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
+	}
+	if isRate {
+		factor /= w.rng.Seconds()
+	}
+	return result * factor, true
+}
+
+// sumOverTime is Prometheus' sum_over_time of floats: a Kahan sum.
+func sumOverTime(w *window) (float64, bool) {
+	var sum, c float64
+	for _, f := range w.vs[w.lo:w.hi] {
+		sum, c = kahansum.Inc(f, sum, c)
+	}
+	if math.IsInf(sum, 0) {
+		return sum, true
+	}
+	return sum + c, true
+}
+
+// avgOverTime is Prometheus' avg_over_time of floats: the Kahan sum
+// divided by the count while it does not overflow, then an incremental
+// mean.
+func avgOverTime(w *window) (float64, bool) {
+	vs := w.vs[w.lo:w.hi]
+	var (
+		sum, count      = vs[0], 1.
+		mean, kahanC    float64
+		incrementalMean bool
+	)
+	for i, f := range vs[1:] {
+		count = float64(i + 2)
+		if !incrementalMean {
+			newSum, newC := kahansum.Inc(f, sum, kahanC)
+			if !math.IsInf(newSum, 0) {
+				sum, kahanC = newSum, newC
+				continue
+			}
+			incrementalMean = true
+			mean = sum / (count - 1)
+			kahanC /= (count - 1)
+		}
+		q := (count - 1) / count
+		mean, kahanC = kahansum.Inc(f/count, q*mean, q*kahanC)
+	}
+	if incrementalMean {
+		return mean + kahanC, true
+	}
+	return sum/count + kahanC/count, true
+}
+
+// extremeOverTime is Prometheus' min_over_time or max_over_time of
+// floats: the sample for which beats(sample, best) held last, a NaN
+// giving way to whatever follows it.
+func extremeOverTime(w *window, beats func(cur, best float64) bool) (float64, bool) {
+	vs := w.vs[w.lo:w.hi]
+	best := vs[0]
+	for _, f := range vs {
+		if beats(f, best) || math.IsNaN(best) {
+			best = f
+		}
+	}
+	return best, true
+}
+
+// aggregator aggregates the function's results into groups, step by
+// step, as the engine's aggregation does for float samples: series are
+// added in the order the engine would see them, and each group's value
+// at a step is computed with the engine's arithmetic in that order.
 type aggregator struct {
 	op       parser.ItemType
 	without  bool

@@ -13,8 +13,8 @@ import (
 // internal use, so no user's selector matches on it.
 const markerLabel = "__rollup__"
 
-// inner is an expression this package evaluates: rate or increase of a
-// matrix selector, possibly aggregated.
+// inner is an expression this package evaluates: a function of
+// windowFuncs over a matrix selector, possibly aggregated.
 type inner struct {
 	agg  *parser.AggregateExpr // nil: the call alone
 	call *parser.Call
@@ -126,7 +126,7 @@ func innerOf(expr parser.Expr) *inner {
 		}
 	}
 	call, ok := expr.(*parser.Call)
-	if !ok || (call.Func.Name != "rate" && call.Func.Name != "increase") || len(call.Args) != 1 {
+	if !ok || windowFuncs[call.Func.Name] == nil || len(call.Args) != 1 {
 		return nil
 	}
 	ms, ok := call.Args[0].(*parser.MatrixSelector)

@@ -143,6 +143,16 @@ var diffQueries = []string{
 	`sum(rate(a_total[5m] @ 1700001000))`,
 	`max_over_time(sum(rate(a_total[5m]))[10m:1m])`,
 	`quantile(0.5, rate(a_total[5m]))`,
+	`sum_over_time(g[5m])`,
+	`avg_over_time(g[5m])`,
+	`min_over_time(a_total[3m])`,
+	`max_over_time(g[10m] offset 1m)`,
+	`count_over_time(a_total[2m])`,
+	`avg by (i) (avg_over_time(big_total[10m]))`,
+	`sum(sum_over_time(big_total[5m]))`,
+	`max by (j) (max_over_time(a_total[4m]))`,
+	`min(min_over_time(g[1m]))`,
+	`sum_over_time(h_total[5m])`,
 }
 
 // TestAgainstEngine runs every diffQueries query, instant and over

@@ -81,8 +81,8 @@ type Config struct {
 	DefaultSubqueryStep   time.Duration
 	ParserOptions         parser.Options
 	DelayedNameRemoval    bool
-	// QueryEngine is QueryEngineRollup (internal/rollup evaluates rate
-	// and increase and their aggregations, Prometheus' engine the rest)
+	// QueryEngine is QueryEngineRollup (internal/rollup evaluates range
+	// functions and their aggregations, Prometheus' engine the rest)
 	// or QueryEnginePrometheus (Prometheus' engine alone).
 	QueryEngine string
 
