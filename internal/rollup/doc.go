@@ -1,7 +1,8 @@
 // Package rollup evaluates the part of PromQL queries that dashboards
 // spend their time in, a function of a range vector (rate, increase,
-// sum_over_time, avg_over_time, min_over_time, max_over_time,
-// count_over_time) and the sum, avg, min, max, count and group of it,
+// irate, delta, idelta, changes, resets, sum_over_time, avg_over_time,
+// min_over_time, max_over_time, count_over_time) and the sum, avg, min,
+// max, count and group of it,
 // one series at a time over all the steps of a query, and leaves the rest
 // of the query to Prometheus' engine. The answers are Prometheus' own,
 // bit for bit.
@@ -12,8 +13,9 @@
 // step over a 5 m range, each sample ten times. Here a series' samples
 // are read once; a window's rate needs its first and last sample and the
 // resets inside it, found once per series, so each step costs the same
-// whatever the range; the *_over_time functions walk each window, as
-// the engine does, without copying it. An aggregation is summed as the
+// whatever the range (irate and idelta need the last two samples, resets
+// the resets inside); the other functions walk each window, as the
+// engine does, without copying it. An aggregation is summed as the
 // engine sums it, series by series in the order the engine would see
 // them, with the same Kahan summation, so even its rounding is the
 // engine's.

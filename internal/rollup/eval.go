@@ -251,8 +251,13 @@ type windowFunc func(w *window) (float64, bool)
 
 // windowFuncs are the range functions an inner may apply.
 var windowFuncs = map[string]windowFunc{
-	"rate":          func(w *window) (float64, bool) { return w.extrapolatedRate(true) },
-	"increase":      func(w *window) (float64, bool) { return w.extrapolatedRate(false) },
+	"rate":          func(w *window) (float64, bool) { return w.extrapolatedRate(true, true) },
+	"increase":      func(w *window) (float64, bool) { return w.extrapolatedRate(true, false) },
+	"delta":         func(w *window) (float64, bool) { return w.extrapolatedRate(false, false) },
+	"irate":         func(w *window) (float64, bool) { return instantValue(w, true) },
+	"idelta":        func(w *window) (float64, bool) { return instantValue(w, false) },
+	"changes":       changes,
+	"resets":        resets,
 	"sum_over_time": sumOverTime,
 	"avg_over_time": avgOverTime,
 	"min_over_time": func(w *window) (float64, bool) {
@@ -264,19 +269,19 @@ var windowFuncs = map[string]windowFunc{
 	"count_over_time": func(w *window) (float64, bool) { return float64(w.hi - w.lo), true },
 }
 
-// extrapolatedRate is the rate (isRate) or increase over the window,
-// computed as Prometheus' extrapolatedRate computes it.
-func (w *window) extrapolatedRate(isRate bool) (float64, bool) {
-	ts, vs, resets, lo, hi := w.ts, w.vs, w.resets, w.lo, w.hi
+// extrapolatedRate is the rate (isCounter, isRate), increase (isCounter)
+// or delta over the window, computed as Prometheus' extrapolatedRate
+// computes it.
+func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
+	ts, vs, lo, hi := w.ts, w.vs, w.lo, w.hi
 	if hi-lo < 2 {
 		return 0, false
 	}
-	for w.r < len(resets) && resets[w.r] <= lo {
-		w.r++
-	}
 	result := vs[hi-1] - vs[lo]
-	for j := w.r; j < len(resets) && resets[j] < hi; j++ {
-		result += vs[resets[j]-1]
+	if isCounter {
+		for _, r := range w.resetsIn() {
+			result += vs[r-1]
+		}
 	}
 	rangeStart := w.at - durationMs(w.rng+w.offset)
 	rangeEnd := w.at - durationMs(w.offset)
@@ -289,14 +294,16 @@ func (w *window) extrapolatedRate(isRate bool) (float64, bool) {
 	if durationToStart >= extrapolationThreshold {
 		durationToStart = averageDurationBetweenSamples / 2
 	}
-	// A counter cannot go below zero: extrapolate to the start no
-	// further than to where it would have been zero.
-	durationToZero := durationToStart
-	if result > 0 && vs[lo] >= 0 {
-		durationToZero = sampledInterval * (vs[lo] / result)
-	}
-	if durationToZero < durationToStart {
-		durationToStart = durationToZero
+	if isCounter {
+		// A counter cannot go below zero: extrapolate to the start no
+		// further than to where it would have been zero.
+		durationToZero := durationToStart
+		if result > 0 && vs[lo] >= 0 {
+			durationToZero = sampledInterval * (vs[lo] / result)
+		}
+		if durationToZero < durationToStart {
+			durationToStart = durationToZero
+		}
 	}
 	if durationToEnd >= extrapolationThreshold {
 		durationToEnd = averageDurationBetweenSamples / 2
@@ -310,6 +317,59 @@ func (w *window) extrapolatedRate(isRate bool) (float64, bool) {
 	}
 	return result * factor, true
 }
+
+// resetsIn returns the window's samples that are lower than the one
+// before them (in the window), in order.
+func (w *window) resetsIn() []int {
+	for w.r < len(w.resets) && w.resets[w.r] <= w.lo {
+		w.r++
+	}
+	end := w.r
+	for end < len(w.resets) && w.resets[end] < w.hi {
+		end++
+	}
+	return w.resets[w.r:end]
+}
+
+// instantValue is Prometheus' irate (isRate) or idelta of floats: from
+// the window's last two samples.
+func instantValue(w *window, isRate bool) (float64, bool) {
+	if w.hi-w.lo < 2 {
+		return 0, false
+	}
+	t0, t1 := w.ts[w.hi-2], w.ts[w.hi-1]
+	v0, v1 := w.vs[w.hi-2], w.vs[w.hi-1]
+	sampledInterval := t1 - t0
+	if sampledInterval == 0 {
+		return 0, false
+	}
+	result := v1
+	if !isRate || !(v1 < v0) {
+		// A gauge, or a counter without a reset (or with a NaN).
+		result = v1 - v0
+	}
+	if isRate {
+		result /= float64(sampledInterval) / 1000
+	}
+	return result, true
+}
+
+// changes is Prometheus' changes of floats: how many samples differ from
+// the one before, NaN not differing from NaN.
+func changes(w *window) (float64, bool) {
+	n := 0
+	vs := w.vs[w.lo:w.hi]
+	for i := 1; i < len(vs); i++ {
+		if vs[i] != vs[i-1] && !(math.IsNaN(vs[i]) && math.IsNaN(vs[i-1])) {
+			n++
+		}
+	}
+	return float64(n), true
+}
+
+// resets is Prometheus' resets of floats: how many samples are lower
+// than the one before.
+func resets(w *window) (float64, bool) { return float64(len(w.resetsIn())), true }
 
 // sumOverTime is Prometheus' sum_over_time of floats: a Kahan sum.
 func sumOverTime(w *window) (float64, bool) {

@@ -84,6 +84,14 @@ func openData(t *testing.T) *db.DB {
 		counter(labels.FromStrings("__name__", "g", "i", fmt.Sprint(i)), 1)
 		counter(labels.FromStrings("__name__", "big_total", "i", fmt.Sprint(i)), 1e305)
 	}
+	// A gauge with runs of NaN, for changes.
+	for k, ts := 0, t0; ts < t0+dataSpan; k, ts = k+1, ts+15000 {
+		v := float64(k % 7)
+		if k%11 < 3 {
+			v = math.NaN()
+		}
+		add(labels.FromStrings("__name__", "nan_gauge"), storage.Sample{T: ts, V: v})
+	}
 	counter(labels.FromStrings("__name__", "dup_total", "x", "1"), 1)
 	counter(labels.FromStrings("__name__", "dup2_total", "x", "1"), 1)
 	for _, le := range []string{"0.1", "0.5", "1", "+Inf"} {
@@ -153,6 +161,19 @@ var diffQueries = []string{
 	`max by (j) (max_over_time(a_total[4m]))`,
 	`min(min_over_time(g[1m]))`,
 	`sum_over_time(h_total[5m])`,
+	`irate(a_total[5m])`,
+	`sum by (i) (irate(a_total[1m]))`,
+	`idelta(g[2m])`,
+	`delta(g[10m])`,
+	`sum(delta(a_total[3m]))`,
+	`changes(a_total[5m])`,
+	`max by (i) (changes(g[5m]))`,
+	`changes(nan_gauge[5m])`,
+	`max_over_time(nan_gauge[3m])`,
+	`min_over_time(nan_gauge[3m])`,
+	`avg_over_time(nan_gauge[2m])`,
+	`resets(a_total[10m])`,
+	`irate(h_total[5m])`,
 }
 
 // TestAgainstEngine runs every diffQueries query, instant and over
@@ -297,7 +318,8 @@ func TestPlan(t *testing.T) {
 		`rate(x[1m])`:                             nil, // too short for its marker
 		`timestamp(rate(a_total[5m]))`:            nil,
 		`absent(rate(a_total[5m]))`:               nil,
-		`irate(a_total[5m])`:                      nil,
+		`irate(a_total[5m])`:                      {`irate(a_total[5m])`},
+		`deriv(a_total[5m])`:                      nil,
 		`stddev(rate(a_total[5m]))`:               {`rate(a_total[5m])`},
 		`rate(a_total[5m] @ 100)`:                 nil,
 		`sum(rate(a_total[5m])) + up @ 100`:       nil,
