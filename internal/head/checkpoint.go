@@ -63,7 +63,7 @@ func (h *Head) Checkpoint() error {
 		return nil
 	}
 	reader := h.acquireReader(math.MinInt64)
-	size, err := h.writeCheckpoint(dir)
+	size, recordBytes, err := h.writeCheckpoint(dir)
 	h.releaseReader(reader)
 	// The checkpoint read every chunk; they need not stay resident.
 	h.arena.dropResident()
@@ -77,21 +77,22 @@ func (h *Head) Checkpoint() error {
 		return err
 	}
 	h.checkpointWALBytes.Store(walBytes)
-	h.checkpointSize.Store(size)
-	h.logger.Info("checkpoint written", "dir", dir, "bytes", size)
+	h.checkpointSize.Store(recordBytes)
+	h.logger.Info("checkpoint written", "dir", dir, "bytes", size, "record_bytes", recordBytes)
 	return nil
 }
 
 // writeCheckpoint writes every series to dir, through a temporary
-// directory, and returns the bytes written.
-func (h *Head) writeCheckpoint(dir string) (int64, error) {
+// directory, and returns the bytes written and the bytes of its records
+// before compression.
+func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err error) {
 	tmp := dir + checkpointTmp
 	if err := h.fs().RemoveAll(tmp); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	w, err := wal.Open(tmp, wal.Options{SegmentSize: math.MaxInt32, Logger: h.logger, FS: h.opts.WAL.FS})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var (
 		batch []record.RefChunkSeries
@@ -127,6 +128,7 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		batch, size = batch[:0], 0
 		copier.reset()
 		joined = joined[:0]
+		recordBytes += int64(len(buf))
 		return w.Log(compressor.Compress(buf))
 	}
 	var (
@@ -138,13 +140,13 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		cs, err := s.checkpointEntry(chunks, &copier)
 		if err != nil {
 			w.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		chunks = cs.Chunks
 		copied, err := copier.copy(cs.Chunks)
 		if err != nil {
 			w.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		start := len(joined)
 		densifier.Join(copied, h.opts.BlockRange, keep) // keep never fails
@@ -157,44 +159,50 @@ func (h *Head) writeCheckpoint(dir string) (int64, error) {
 		if size >= checkpointRecordBytes {
 			if err := flush(); err != nil {
 				w.Close()
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
 	if err := flush(); err != nil {
 		w.Close()
-		return 0, err
+		return 0, 0, err
 	}
 	// Start times follow the series they refer to, a record per
 	// checkpointRecordBytes or so (an entry takes up to 30 bytes).
 	for len(starts) > 0 {
 		n := min(len(starts), checkpointRecordBytes/30)
-		if err := w.Log(record.EncodeStartTimes(buf[:0], starts[:n])); err != nil {
+		buf = record.EncodeStartTimes(buf[:0], starts[:n])
+		recordBytes += int64(len(buf))
+		if err := w.Log(buf); err != nil {
 			w.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		starts = starts[n:]
 	}
 	if md := h.metadata.all(); len(md) > 0 {
-		if err := w.Log(record.EncodeMetadata(buf[:0], md)); err != nil {
+		buf = record.EncodeMetadata(buf[:0], md)
+		recordBytes += int64(len(buf))
+		if err := w.Log(buf); err != nil {
 			w.Close()
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if ex := h.exemplars.all(); len(ex) > 0 {
-		if err := w.Log(record.EncodeExemplars(buf[:0], ex)); err != nil {
+		buf = record.EncodeExemplars(buf[:0], ex)
+		recordBytes += int64(len(buf))
+		if err := w.Log(buf); err != nil {
 			w.Close()
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	written := w.BytesWritten()
+	written = w.BytesWritten()
 	if err := w.Close(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := h.fs().Rename(tmp, dir); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return written, vfs.SyncDir(h.fs(), h.opts.WALDir)
+	return written, recordBytes, vfs.SyncDir(h.fs(), h.opts.WALDir)
 }
 
 // checkpointEntry returns the series as a checkpoint holds it, its chunks

@@ -86,6 +86,16 @@ func TestCheckpointThenReplay(t *testing.T) {
 	if slices.Contains(names, "00000000") {
 		t.Fatalf("segment covered by the checkpoint was not deleted: %v", names)
 	}
+	// The next checkpoint waits for the WAL to grow by what this one's
+	// records took before compression, not by its compressed bytes: a
+	// checkpoint rewrites the former.
+	st, err := os.Stat(filepath.Join(dir, cps[0], "00000000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.checkpointSize.Load(); got <= st.Size() {
+		t.Errorf("checkpoint size for the next trigger %d, not above the %d bytes on disk", got, st.Size())
+	}
 	// The series repeat each other's labels: their records are
 	// compressed.
 	kinds := map[record.Type]int{}

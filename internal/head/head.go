@@ -150,7 +150,9 @@ type Head struct {
 	// checkpointMu lets one checkpoint run at a time.
 	checkpointMu sync.Mutex
 	// checkpointWALBytes is the WAL's BytesWritten when the last
-	// checkpoint started, checkpointSize that checkpoint's size.
+	// checkpoint started, checkpointSize the bytes of that checkpoint's
+	// records before compression: what the next one would rewrite, as
+	// the WAL's records are not compressed either.
 	checkpointWALBytes atomic.Int64
 	checkpointSize     atomic.Int64
 	checkpointRunning  atomic.Bool
