@@ -58,7 +58,7 @@ type Writer struct {
 	metas   []index.ChunkMeta
 	pending []chunkenc.Meta
 	dense   chunkenc.Densifier
-	emit    func(chunkenc.Meta) error // write, bound once
+	emit    func(chunkenc.Meta, bool) error // write, bound once
 	last    labels.Labels
 	err     error
 }
@@ -160,8 +160,8 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
 	return nil
 }
 
-// write writes one chunk.
-func (w *Writer) write(c chunkenc.Meta) error {
+// write writes one chunk, fresh or not: it is copied into the file.
+func (w *Writer) write(c chunkenc.Meta, _ bool) error {
 	ref, err := w.chunks.write(c.Enc, c.Data)
 	if err != nil {
 		w.err = err

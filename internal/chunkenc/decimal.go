@@ -211,9 +211,10 @@ const JoinSamples = 480
 // it apart, as the head's block ranges; 0 for no windows), as one
 // decimal chunk where that is smaller than the run; any other XOR chunk
 // as a decimal chunk where that is smaller; the rest as they are, also
-// a run with a malformed chunk. The data emit is given is valid until it
-// returns; Join stops at emit's first error and returns it.
-func (d *Densifier) Join(cs []Meta, window int64, emit func(Meta) error) error {
+// a run with a malformed chunk. emit's encoded says whether the chunk is
+// encoded anew: its data is then valid until emit returns; otherwise it
+// is the input's. Join stops at emit's first error and returns it.
+func (d *Densifier) Join(cs []Meta, window int64, emit func(c Meta, encoded bool) error) error {
 	for i := 0; i < len(cs); {
 		j, n := i, 0
 		for j < len(cs) && joinable(cs[i], cs[j], window) && n+samplesOf(cs[j]) <= JoinSamples {
@@ -222,7 +223,7 @@ func (d *Densifier) Join(cs []Meta, window int64, emit func(Meta) error) error {
 		}
 		if j-i >= 2 {
 			if data, ok := d.join(cs[i:j]); ok {
-				if err := emit(Meta{Data: data, MinT: cs[i].MinT, MaxT: cs[j-1].MaxT, Enc: EncDecimal}); err != nil {
+				if err := emit(Meta{Data: data, MinT: cs[i].MinT, MaxT: cs[j-1].MaxT, Enc: EncDecimal}, true); err != nil {
 					return err
 				}
 				i = j
@@ -230,13 +231,13 @@ func (d *Densifier) Join(cs []Meta, window int64, emit func(Meta) error) error {
 			}
 		}
 		for j = max(j, i+1); i < j; i++ {
-			c := cs[i]
+			c, encoded := cs[i], false
 			if c.Enc == EncXOR {
 				if data, ok := d.Densify(c.Data); ok {
-					c.Data, c.Enc = data, EncDecimal
+					c.Data, c.Enc, encoded = data, EncDecimal, true
 				}
 			}
-			if err := emit(c); err != nil {
+			if err := emit(c, encoded); err != nil {
 				return err
 			}
 		}

@@ -101,9 +101,10 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 	)
 	// Chunks are copied for the record: see chunkCopier. They are
 	// closed chunks once restored, so float chunks are joined into
-	// decimal chunks where that is smaller, as blocks store them, and
-	// kept in the copier's memory too; a join never crosses a block
-	// range, as no head chunk does.
+	// decimal chunks where that is smaller, as blocks store them; those
+	// encoded anew are copied out of the densifier into the copier's
+	// memory too. A join never crosses a block range, as no head chunk
+	// does.
 	var (
 		copier    = chunkCopier{arena: h.arena}
 		densifier chunkenc.Densifier
@@ -112,12 +113,19 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 		// is compressed where that makes it smaller.
 		compressor record.Compressor
 	)
-	keep := func(c chunkenc.Meta) error {
-		data := copier.alloc(len(c.Data))
-		copy(data, c.Data)
-		c.Data = data
+	keep := func(c chunkenc.Meta, encoded bool) error {
+		if encoded {
+			data := copier.alloc(len(c.Data))
+			copy(data, c.Data)
+			c.Data = data
+		}
 		joined = append(joined, c)
 		return nil
+	}
+	// log logs an uncompressed record, counting its bytes.
+	log := func(rec []byte) error {
+		recordBytes += int64(len(rec))
+		return w.Log(rec)
 	}
 	flush := func() error {
 		if len(batch) == 0 {
@@ -171,26 +179,20 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 	// checkpointRecordBytes or so (an entry takes up to 30 bytes).
 	for len(starts) > 0 {
 		n := min(len(starts), checkpointRecordBytes/30)
-		buf = record.EncodeStartTimes(buf[:0], starts[:n])
-		recordBytes += int64(len(buf))
-		if err := w.Log(buf); err != nil {
+		if err := log(record.EncodeStartTimes(buf[:0], starts[:n])); err != nil {
 			w.Close()
 			return 0, 0, err
 		}
 		starts = starts[n:]
 	}
 	if md := h.metadata.all(); len(md) > 0 {
-		buf = record.EncodeMetadata(buf[:0], md)
-		recordBytes += int64(len(buf))
-		if err := w.Log(buf); err != nil {
+		if err := log(record.EncodeMetadata(buf[:0], md)); err != nil {
 			w.Close()
 			return 0, 0, err
 		}
 	}
 	if ex := h.exemplars.all(); len(ex) > 0 {
-		buf = record.EncodeExemplars(buf[:0], ex)
-		recordBytes += int64(len(buf))
-		if err := w.Log(buf); err != nil {
+		if err := log(record.EncodeExemplars(buf[:0], ex)); err != nil {
 			w.Close()
 			return 0, 0, err
 		}

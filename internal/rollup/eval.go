@@ -46,9 +46,6 @@ type resultSeries struct {
 	has  []bool
 }
 
-// durationMs converts as the engine does.
-func durationMs(d time.Duration) int64 { return int64(d / time.Millisecond) }
-
 // evaluator evaluates inners; its buffers are reused from one series to
 // the next. It is used by one goroutine.
 type evaluator struct {
@@ -64,11 +61,11 @@ type evaluator struct {
 // must run whole in Prometheus' engine.
 func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, st steps) (*result, annotations.Annotations, error) {
 	offset := in.vs.OriginalOffset
-	selRange := durationMs(in.ms.Range)
+	selRange := in.ms.Range.Milliseconds()
 	// The samples the engine's selector reads: those of every step's
 	// window, (ts-offset-range, ts-offset].
-	mint := st.start - durationMs(offset) - selRange
-	maxt := st.end - durationMs(offset)
+	mint := st.start - offset.Milliseconds() - selRange
+	maxt := st.end - offset.Milliseconds()
 	querier, err := q.Querier(mint, maxt)
 	if err != nil {
 		return nil, nil, err
@@ -209,7 +206,7 @@ func (ev *evaluator) windows(st steps, offset, rng time.Duration, fn windowFunc)
 	ev.has = slices.Grow(ev.has[:0], n)[:n]
 	clear(ev.has)
 	ts := ev.ts
-	selRange, off := durationMs(rng), durationMs(offset)
+	selRange, off := rng.Milliseconds(), offset.Milliseconds()
 	w := window{ts: ts, vs: ev.vs, resets: ev.resets, rng: rng, offset: offset}
 	got := 0
 	for k := range n {
@@ -283,8 +280,8 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 			result += vs[r-1]
 		}
 	}
-	rangeStart := w.at - durationMs(w.rng+w.offset)
-	rangeEnd := w.at - durationMs(w.offset)
+	rangeStart := w.at - (w.rng + w.offset).Milliseconds()
+	rangeEnd := w.at - w.offset.Milliseconds()
 	firstT, lastT := ts[lo], ts[hi-1]
 	durationToStart := float64(firstT-rangeStart) / 1000
 	durationToEnd := float64(rangeEnd-lastT) / 1000
