@@ -258,6 +258,8 @@ func FuzzDecimalRoundTrip(f *testing.F) {
 		if err != nil || !slices.Equal(got, want) {
 			t.Fatalf("round trip: %v\n got %v\nwant %v", err, head(got), head(want))
 		}
+		checkAppendSamples(t, it, dec, math.MaxInt64)
+		checkAppendSamples(t, it, dec, want[len(want)/2].t)
 	})
 }
 
@@ -274,7 +276,13 @@ func FuzzDecimalIterator(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0x8f, 0x40, 0x40, 0x01, 0x01, 0x01, 0x01, 0xff, 0xff})
 	it := &DecimalIterator{}
-	f.Fuzz(func(t *testing.T, b []byte) { decodeArbitrary(t, it, b) })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, _ := decodeArbitrary(t, it, b)
+		checkAppendSamples(t, it, b, math.MaxInt64)
+		if len(got) > 0 {
+			checkAppendSamples(t, it, b, got[len(got)/2].t)
+		}
+	})
 }
 
 // BenchmarkDecimalIterate is BenchmarkXORIterate over the same series
@@ -301,6 +309,36 @@ func BenchmarkDecimalIterate(b *testing.B) {
 				if it.Err() != nil {
 					b.Fatal(it.Err())
 				}
+			}
+			reportPerSample(b, len(chunk))
+			_ = sum
+		})
+	}
+}
+
+// BenchmarkDecimalAppendSamples is BenchmarkDecimalIterate through AppendSamples,
+// the loop range queries decode with.
+//
+//	go test -run=NONE -bench='BenchmarkDecimalIterate|BenchmarkDecimalAppendSamples' -benchmem -count=6 ./internal/chunkenc/
+func BenchmarkDecimalAppendSamples(b *testing.B) {
+	for _, kind := range benchKinds {
+		b.Run("kind="+kind, func(b *testing.B) {
+			var d Densifier
+			chunk, ok := d.Densify(encode(realisticSeries(kind, benchChunkSamples, 1)).Bytes())
+			if !ok {
+				b.Fatal("not densified")
+			}
+			it := &DecimalIterator{}
+			var ts []int64
+			var vs []float64
+			var sum float64
+			b.ReportAllocs()
+			for b.Loop() {
+				it.Reset(chunk)
+				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64); !ok || len(vs) != benchChunkSamples {
+					b.Fatal("not decoded")
+				}
+				sum += vs[len(vs)-1]
 			}
 			reportPerSample(b, len(chunk))
 			_ = sum

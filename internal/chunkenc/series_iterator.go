@@ -161,6 +161,12 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 		switch c.Enc {
 		case EncDecimal:
 			si.dec.Reset(c.Data)
+			var decoded bool
+			if ts, vs, decoded = si.dec.AppendSamples(ts, vs, si.maxt); decoded {
+				break
+			}
+			// Malformed: the iterator finds where.
+			si.dec.Reset(c.Data)
 			for si.dec.Next() {
 				t, v := si.dec.At()
 				if t > si.maxt {
@@ -170,6 +176,11 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 			}
 			err = si.dec.Err()
 		default:
+			si.xor.Reset(c.Data)
+			var decoded bool
+			if ts, vs, decoded = si.xor.AppendSamples(ts, vs, si.maxt); decoded {
+				break
+			}
 			si.xor.Reset(c.Data)
 			for si.xor.Next() {
 				t, v := si.xor.At()

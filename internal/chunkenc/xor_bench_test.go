@@ -73,6 +73,33 @@ func BenchmarkXORIterate(b *testing.B) {
 	}
 }
 
+// BenchmarkXORAppendSamples is BenchmarkXORIterate through AppendSamples,
+// the loop range queries and block writes decode with.
+//
+//	go test -run=NONE -bench='BenchmarkXORIterate|BenchmarkXORAppendSamples' -benchmem -count=6 ./internal/chunkenc/
+func BenchmarkXORAppendSamples(b *testing.B) {
+	for _, kind := range benchKinds {
+		b.Run("kind="+kind, func(b *testing.B) {
+			chunk := encode(realisticSeries(kind, benchChunkSamples, 1)).Bytes()
+			it := &XORIterator{}
+			var ts []int64
+			var vs []float64
+			var sum float64
+			b.ReportAllocs()
+			for b.Loop() {
+				it.Reset(chunk)
+				var ok bool
+				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64); !ok || len(vs) != benchChunkSamples {
+					b.Fatal("not decoded")
+				}
+				sum += vs[len(vs)-1]
+			}
+			reportPerSample(b, len(chunk))
+			_ = sum
+		})
+	}
+}
+
 func reportPerSample(b *testing.B, chunkBytes int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchChunkSamples), "ns/sample")
 	b.ReportMetric(float64(chunkBytes)/benchChunkSamples, "B/sample")

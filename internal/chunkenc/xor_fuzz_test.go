@@ -92,6 +92,10 @@ func FuzzXORRoundTrip(f *testing.F) {
 				t.Fatalf("NumSamples() = %d after %d appends", c.NumSamples(), i+1)
 			}
 		}
+		checkAppendSamples(t, it, c.Bytes(), math.MaxInt64)
+		if len(want) > 0 {
+			checkAppendSamples(t, it, c.Bytes(), want[len(want)/2].t)
+		}
 		got, err := decode(it, c.Bytes())
 		if err != nil {
 			t.Fatalf("decode: %v", err)
@@ -118,6 +122,10 @@ func FuzzXORIterator(f *testing.F) {
 	it := &XORIterator{}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, ok := decodeArbitrary(t, it, b)
+		checkAppendSamples(t, it, b, math.MaxInt64)
+		if len(got) > 0 {
+			checkAppendSamples(t, it, b, got[len(got)/2].t)
+		}
 		if !ok {
 			return
 		}

@@ -3,6 +3,8 @@ package chunkenc
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
+	"slices"
 )
 
 // XORIterator decodes the samples of an encoded XOR chunk in order.
@@ -207,4 +209,114 @@ func (it *XORIterator) checkEnd() {
 func (it *XORIterator) corrupt(reason string) bool {
 	it.err = &CorruptChunkError{Encoding: EncXOR, Offset: it.br.offset(it.size), Sample: int(it.read), Reason: reason}
 	return false
+}
+
+// AppendSamples appends the samples of the chunk it was Reset to that are
+// at or before maxt to ts and vs, for a reader that wants every sample:
+// the loop keeps the decoder's state in registers, where Next and At go
+// through the iterator's fields and a call or three a sample
+// (BenchmarkXORAppendSamples against BenchmarkXORIterate). It must be called
+// right after Reset. If the chunk is malformed it appends nothing and
+// returns ok false, and the caller learns why by iterating with Next.
+func (it *XORIterator) AppendSamples(ts []int64, vs []float64, maxt int64) (_ []int64, _ []float64, ok bool) {
+	if it.read != 0 || it.err != nil {
+		return ts, vs, false
+	}
+	n0 := len(ts)
+	ts, vs = slices.Grow(ts, int(it.num)), slices.Grow(vs, int(it.num))
+	for {
+		if it.read >= 2 {
+			var past bool
+			if ts, vs, past = it.appendFast(ts, vs, maxt); past {
+				return ts, vs, true
+			}
+		}
+		// The first two samples, the last few bytes and whatever the loop
+		// leaves (64-bit deltas, malformed input) go through Next.
+		if !it.Next() {
+			break
+		}
+		t, v := it.At()
+		if t > maxt {
+			return ts, vs, true
+		}
+		ts, vs = append(ts, t), append(vs, v)
+	}
+	if it.err != nil {
+		return ts[:n0], vs[:n0], false
+	}
+	return ts, vs, true
+}
+
+// appendFast decodes samples as Next would while eight bytes or more of
+// the chunk are left, and returns at the first sample it leaves to Next,
+// the iterator at that sample's start; past says it returned at a sample
+// after maxt instead.
+func (it *XORIterator) appendFast(ts []int64, vs []float64, maxt int64) (_ []int64, _ []float64, past bool) {
+	stream, buf, valid := it.br.stream, it.br.buf, uint(it.br.valid)
+	t, dt, v := it.t, it.tDelta, it.v
+	leading, sigbits := uint(it.leading), uint(it.sigbits)
+	read := it.read
+	for read < it.num && len(stream) >= 8 {
+		// bitReader.fill: at least 57 bits.
+		buf |= binary.BigEndian.Uint64(stream) >> (valid & 63)
+		nb := (64 - valid) / 8
+		stream, valid = stream[nb:], valid+nb*8
+		// The sample's start, for Next to take over at.
+		s0, b0, v0, dt0 := stream, buf, valid, dt
+
+		// The delta of delta: at most 3+1+20 bits here.
+		ones := uint(bits.LeadingZeros64(^buf))
+		if ones >= 4 {
+			break
+		}
+		buf, valid = buf<<(ones+1), valid-(ones+1)
+		if ones > 0 {
+			n := uint(dodBits[ones])
+			u := buf >> (64 - n)
+			buf, valid = buf<<n, valid-n
+			dt += int64(u<<(64-n)) >> (64 - n)
+		}
+		// The value: 0, 10 (the current window) or 11 and a new window.
+		if buf>>63 == 0 {
+			buf, valid = buf<<1, valid-1
+		} else {
+			nl, ns := leading, sigbits
+			if buf>>62 == 3 {
+				u := buf << 2 >> 53
+				buf, valid = buf<<13, valid-13
+				nl, ns = uint(u>>6), uint(u&63)
+				if ns == 0 {
+					ns = 64
+				}
+			} else {
+				buf, valid = buf<<2, valid-2
+			}
+			if ns > valid && len(stream) >= 8 {
+				buf |= binary.BigEndian.Uint64(stream) >> (valid & 63)
+				nb := (64 - valid) / 8
+				stream, valid = stream[nb:], valid+nb*8
+			}
+			if nl+ns > 64 || ns > valid {
+				stream, buf, valid, dt = s0, b0, v0, dt0
+				break
+			}
+			x := buf >> ((64 - ns) & 63)
+			buf, valid = buf<<((ns-1)&63)<<1, valid-ns
+			v ^= x << ((64 - nl - ns) & 63)
+			leading, sigbits = nl, ns
+		}
+		t += dt
+		read++
+		if t > maxt {
+			past = true
+			break
+		}
+		ts, vs = append(ts, t), append(vs, math.Float64frombits(v))
+	}
+	it.br.stream, it.br.buf, it.br.valid = stream, buf, uint8(valid)
+	it.t, it.tDelta, it.v = t, dt, v
+	it.leading, it.sigbits = uint8(leading), uint8(sigbits)
+	it.read = read
+	return ts, vs, past
 }

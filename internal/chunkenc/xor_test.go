@@ -52,6 +52,51 @@ func decode(it floatDecoder, b []byte) ([]sample, error) {
 	return out, it.Err()
 }
 
+// bulkDecoder is an iterator that can also decode a whole chunk at once.
+type bulkDecoder interface {
+	floatDecoder
+	AppendSamples(ts []int64, vs []float64, maxt int64) ([]int64, []float64, bool)
+}
+
+// checkAppendSamples checks that AppendSamples decodes chunk b as Next
+// and At do, up to maxt, and fails only where they report the chunk
+// corrupt: before maxt, or after it if it decodes past maxt.
+func checkAppendSamples(t *testing.T, it bulkDecoder, b []byte, maxt int64) {
+	t.Helper()
+	var want []sample
+	past := false
+	it.Reset(b)
+	for it.Next() {
+		ts, v := it.At()
+		past = past || ts > maxt
+		if !past {
+			want = append(want, sample{ts, math.Float64bits(v)})
+		}
+	}
+	err := it.Err()
+	it.Reset(b)
+	ts, vs, ok := it.AppendSamples([]int64{-1}, []float64{-1}, maxt)
+	if !ok {
+		if err == nil {
+			t.Fatalf("AppendSamples(maxt %d) failed on a chunk Next decodes", maxt)
+		}
+		if len(ts) != 1 || len(vs) != 1 {
+			t.Fatalf("AppendSamples failed but appended %d samples", len(ts)-1)
+		}
+		return
+	}
+	if err != nil && !past {
+		t.Fatalf("AppendSamples decoded a chunk Next reports corrupt before maxt %d: %v", maxt, err)
+	}
+	got := make([]sample, 0, len(ts))
+	for i := range ts[1:] {
+		got = append(got, sample{ts[i+1], math.Float64bits(vs[i+1])})
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("AppendSamples(maxt %d):\n got %v\nwant %v", maxt, head(got), head(want))
+	}
+}
+
 // regular returns n samples at interval ms from t0 with values from val.
 func regular(n int, t0, interval int64, val func(i int) float64) []sample {
 	out := make([]sample, n)
