@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -16,6 +19,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
 	"github.com/prometheus/prometheus/util/kahansum"
+
+	stratachunkenc "github.com/strata-db/strata/internal/chunkenc"
 )
 
 // errWhole says that an inner cannot be evaluated here: the query runs
@@ -46,19 +51,48 @@ type resultSeries struct {
 	has  []bool
 }
 
-// evaluator evaluates inners; its buffers are reused from one series to
-// the next. It is used by one goroutine.
+// evaluator evaluates inners. It is used by one goroutine, and spreads
+// the work of each batch of series over its workers.
 type evaluator struct {
 	maxSamples int
-	ts         []int64
-	vs         []float64
-	resets     []int
-	vals       []float64
-	has        []bool
+	// workers hold the buffers of the goroutines that load and window
+	// series: GOMAXPROCS of them, made by the first eval.
+	workers []*seriesEval
+	batch   []seriesSlot
 }
+
+// seriesEval loads series and computes their windows, reusing its
+// buffers from one series to the next.
+type seriesEval struct {
+	it     chunkenc.Iterator
+	ts     []int64
+	vs     []float64
+	resets []int
+}
+
+// seriesSlot is a series of a batch and what a worker made of it.
+type seriesSlot struct {
+	series storage.Series
+	vals   []float64 // at each step; meaningless where has is false
+	has    []bool
+	got    int // steps with a value
+	err    error
+}
+
+// batchSeries is how many series a batch holds: the series a worker
+// takes come from a counter they share, so a batch keeps both cores busy
+// unless its series differ much in length, while the results wait to be
+// taken in the order of the series set.
+const batchSeries = 64
 
 // eval evaluates in over st from q. It returns errWhole where the query
 // must run whole in Prometheus' engine.
+//
+// Series are read from the storage a batch at a time; the workers load
+// and window the batch's series in parallel, the costly part (decoding
+// every sample), and the results are then taken in the order of the
+// series set, as the engine would take them: aggregations add them up in
+// the same order, so that the sums are the engine's to the bit.
 func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, st steps) (*result, annotations.Annotations, error) {
 	offset := in.vs.OriginalOffset
 	selRange := in.ms.Range.Milliseconds()
@@ -84,52 +118,67 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 		agg    *aggregator
 		points int
 		seen   = map[uint64][]labels.Labels{} // outputs' labels, for duplicates
-		it     chunkenc.Iterator
 	)
 	if in.agg != nil {
 		agg = newAggregator(in.agg, n)
 	}
 	fn := windowFuncs[in.call.Func.Name]
 	isCounterFunc := in.call.Func.Name == "rate" || in.call.Func.Name == "increase"
-	for i := 0; ss.Next(); i++ {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, annos, err
-			}
+	if ev.workers == nil {
+		for range max(runtime.GOMAXPROCS(0), 1) {
+			ev.workers = append(ev.workers, &seriesEval{})
 		}
-		s := ss.At()
-		it = s.Iterator(it)
-		if err := ev.load(it); err != nil {
+		ev.batch = make([]seriesSlot, batchSeries)
+	}
+	for more := true; more; {
+		if err := ctx.Err(); err != nil {
 			return nil, annos, err
 		}
-		got := ev.windows(st, offset, in.ms.Range, fn)
-		if got == 0 {
-			continue
+		batch := ev.batch[:0]
+		for len(batch) < batchSeries {
+			if more = ss.Next(); !more {
+				break
+			}
+			batch = append(batch, seriesSlot{series: ss.At(), vals: ev.batch[len(batch)].vals, has: ev.batch[len(batch)].has})
 		}
-		points += got
-		if points > ev.maxSamples {
-			// The engine holds every point of the function's results at once.
-			return nil, annos, errWhole
-		}
-		lset := s.Labels()
-		if name := lset.Get(labels.MetricName); isCounterFunc && name != "" && !counterName(name) {
-			annos.Add(annotations.NewPossibleNonCounterInfo(name, in.call.Args[0].PositionRange()))
-		}
-		out := lset.DropReserved(schema.IsMetadataLabel)
-		h := out.Hash()
-		for _, other := range seen[h] {
-			if labels.Equal(other, out) {
-				// The engine fails the query: two results with the same
-				// labels.
+		ev.run(batch, st, offset, in.ms.Range, fn)
+		for i := range batch {
+			sl := &batch[i]
+			if sl.err != nil {
+				return nil, annos, sl.err
+			}
+			if sl.got == 0 {
+				continue
+			}
+			points += sl.got
+			if points > ev.maxSamples {
+				// The engine holds every point of the function's results at once.
 				return nil, annos, errWhole
 			}
+			lset := sl.series.Labels()
+			if name := lset.Get(labels.MetricName); isCounterFunc && name != "" && !counterName(name) {
+				annos.Add(annotations.NewPossibleNonCounterInfo(name, in.call.Args[0].PositionRange()))
+			}
+			out := lset.DropReserved(schema.IsMetadataLabel)
+			h := out.Hash()
+			for _, other := range seen[h] {
+				if labels.Equal(other, out) {
+					// The engine fails the query: two results with the same
+					// labels.
+					return nil, annos, errWhole
+				}
+			}
+			seen[h] = append(seen[h], out)
+			if agg != nil {
+				agg.add(out, sl.vals, sl.has)
+				continue
+			}
+			res.series = append(res.series, resultSeries{lset: out, vals: slices.Clone(sl.vals), has: slices.Clone(sl.has)})
 		}
-		seen[h] = append(seen[h], out)
-		if agg != nil {
-			agg.add(out, ev.vals, ev.has)
-			continue
+		for i := range batch {
+			ev.batch[i].vals, ev.batch[i].has = batch[i].vals, batch[i].has
+			batch[i].series = nil
 		}
-		res.series = append(res.series, resultSeries{lset: out, vals: slices.Clone(ev.vals), has: slices.Clone(ev.has)})
 	}
 	if err := ss.Err(); err != nil {
 		return nil, annos, err
@@ -139,6 +188,38 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 		res.series = agg.result()
 	}
 	return res, annos, nil
+}
+
+// run loads and windows the series of batch, spread over the workers if
+// they are strata's: their chunks are in memory, or mapped, by the time
+// Select returns them, and reading them concurrently is safe. Other
+// storage (Prometheus' TSDB in tests) may share a reader between the
+// iterators of its series, and its series are loaded one at a time.
+func (ev *evaluator) run(batch []seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) {
+	workers := ev.workers[:1]
+	if !slices.ContainsFunc(batch, func(sl seriesSlot) bool { _, ok := sl.series.(*stratachunkenc.Series); return !ok }) {
+		workers = ev.workers[:max(min(len(ev.workers), len(batch)), 1)]
+	}
+	var next atomic.Int64
+	work := func(se *seriesEval) {
+		for i := next.Add(1) - 1; i < int64(len(batch)); i = next.Add(1) - 1 {
+			se.do(&batch[i], st, offset, rng, fn)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, se := range workers[1:] {
+		wg.Go(func() { work(se) })
+	}
+	work(workers[0])
+	wg.Wait()
+}
+
+// do loads the series of sl and computes its windows.
+func (se *seriesEval) do(sl *seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) {
+	se.it = sl.series.Iterator(se.it)
+	if sl.err = se.load(se.it); sl.err == nil {
+		sl.got = se.windows(sl, st, offset, rng, fn)
+	}
 }
 
 // counterName reports whether a metric's name says it is a counter, as
@@ -156,7 +237,7 @@ type floatsAppender interface {
 
 // load reads a series' float samples into ts and vs, leaving out
 // staleness markers as range selectors do, and finds its counter resets.
-func (ev *evaluator) load(it chunkenc.Iterator) error {
+func (ev *seriesEval) load(it chunkenc.Iterator) error {
 	ev.ts, ev.vs, ev.resets = ev.ts[:0], ev.vs[:0], ev.resets[:0]
 	if fa, ok := it.(floatsAppender); ok {
 		ts, vs, ok, err := fa.AppendFloats(ev.ts, ev.vs)
@@ -197,14 +278,14 @@ func (ev *evaluator) load(it chunkenc.Iterator) error {
 	return it.Err()
 }
 
-// windows fills vals and has with fn of the loaded series over each
+// windows fills sl's vals and has with fn of the loaded series over each
 // step's window, the samples in (ts-offset-range, ts-offset], and
 // returns the number of steps with a value.
-func (ev *evaluator) windows(st steps, offset, rng time.Duration, fn windowFunc) int {
+func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) int {
 	n := st.count()
-	ev.vals = slices.Grow(ev.vals[:0], n)[:n]
-	ev.has = slices.Grow(ev.has[:0], n)[:n]
-	clear(ev.has)
+	sl.vals = slices.Grow(sl.vals[:0], n)[:n]
+	sl.has = slices.Grow(sl.has[:0], n)[:n]
+	clear(sl.has)
 	ts := ev.ts
 	selRange, off := rng.Milliseconds(), offset.Milliseconds()
 	w := window{ts: ts, vs: ev.vs, resets: ev.resets, rng: rng, offset: offset}
@@ -223,7 +304,7 @@ func (ev *evaluator) windows(st steps, offset, rng time.Duration, fn windowFunc)
 			continue
 		}
 		if v, ok := fn(&w); ok {
-			ev.vals[k], ev.has[k] = v, true
+			sl.vals[k], sl.has[k] = v, true
 			got++
 		}
 	}

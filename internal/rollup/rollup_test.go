@@ -84,6 +84,11 @@ func openData(t *testing.T) *db.DB {
 		counter(labels.FromStrings("__name__", "g", "i", fmt.Sprint(i)), 1)
 		counter(labels.FromStrings("__name__", "big_total", "i", fmt.Sprint(i)), 1e305)
 	}
+	// More series than a batch holds (batchSeries), so that results from
+	// several batches are taken in order.
+	for i := range batchSeries + batchSeries/2 {
+		counter(labels.FromStrings("__name__", "many_total", "i", fmt.Sprint(i), "m", fmt.Sprint(i%3)), 1)
+	}
 	// A gauge with runs of NaN, for changes.
 	for k, ts := 0, t0; ts < t0+dataSpan; k, ts = k+1, ts+15000 {
 		v := float64(k % 7)
@@ -116,6 +121,9 @@ func openData(t *testing.T) *db.DB {
 // run whole.
 var diffQueries = []string{
 	`rate(a_total[5m])`,
+	`rate(many_total[5m])`,
+	`sum by (m) (rate(many_total[5m]))`,
+	`avg(increase(many_total[3m]))`,
 	`increase(a_total[2m])`,
 	`rate(a_total{i="1"}[1m] offset 3m)`,
 	`rate(a_total[5m] offset -2m)`,
