@@ -108,7 +108,7 @@ func (d *Densifier) Add(enc Encoding, data []byte) error {
 	case EncXOR:
 		d.xor.Reset(data)
 		var ok bool
-		if d.ts, d.vs, ok = d.xor.AppendSamples(d.ts, d.vs, math.MaxInt64); ok {
+		if d.ts, d.vs, ok = d.xor.AppendSamples(d.ts, d.vs, math.MaxInt64, math.MaxInt); ok {
 			return nil
 		}
 		d.xor.Reset(data)
@@ -120,7 +120,7 @@ func (d *Densifier) Add(enc Encoding, data []byte) error {
 	case EncDecimal:
 		d.dec.Reset(data)
 		var ok bool
-		if d.ts, d.vs, ok = d.dec.AppendSamples(d.ts, d.vs, math.MaxInt64); ok {
+		if d.ts, d.vs, ok = d.dec.AppendSamples(d.ts, d.vs, math.MaxInt64, math.MaxInt); ok {
 			return nil
 		}
 		d.dec.Reset(data)
@@ -395,7 +395,9 @@ type DecimalIterator struct {
 	m, dm int64
 
 	err error
-	// res is AppendSamples' buffer, kept by Reset.
+	// pos is where AppendSamples reads next, in bits from the start of
+	// br's stream; res is its buffer, kept by Reset.
+	pos uint
 	res []uint64
 }
 
@@ -544,33 +546,45 @@ func (it *DecimalIterator) corruptAt(off int, reason string) bool {
 	return false
 }
 
-// AppendSamples appends the samples of the chunk it was Reset to that are
-// at or before maxt to ts and vs, for a reader that wants every sample:
-// it decodes the chunk in a few tight loops, a column at a time, where Next
-// and At take a call and a dozen branches a sample (BenchmarkDecimalAppendSamples
-// against BenchmarkDecimalIterate). It must be called right after Reset.
-// If the chunk is malformed, even after maxt, it appends nothing and
-// returns ok false, and the caller learns why by iterating with Next.
-func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64) (_ []int64, _ []float64, ok bool) {
-	if it.err != nil || it.read != 0 {
+// AppendSamples appends the next samples of the chunk, up to limit of
+// them, to ts and vs, leaving out those after maxt (which it consumes), for
+// a reader that wants every sample: it decodes them in a few tight
+// loops, a column at a time, where Next and At take a call and a dozen
+// branches a sample (BenchmarkDecimalAppendSamples against
+// BenchmarkDecimalIterate). It continues where the last call stopped,
+// after Reset or its own calls, not after Next. It returns ok false, and
+// appends nothing, on malformed input; the caller then learns why by
+// iterating with Next from Reset.
+func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, limit int) (_ []int64, _ []float64, ok bool) {
+	if it.err != nil {
 		return ts, vs, false
 	}
-	n0, n := len(ts), int(it.num)
+	n0, k0 := len(ts), int(it.read)
+	n := min(int(it.num)-k0, limit)
+	if n <= 0 {
+		return ts, vs, limit <= 0 || decimalEndOK(it.br.stream, it.pos)
+	}
 	ts, vs = slices.Grow(ts, n), slices.Grow(vs, n)
 	ot, ov := ts[n0:n0+n], vs[n0:n0+n]
 	if cap(it.res) < n {
-		it.res = make([]uint64, n)
+		it.res = make([]uint64, max(n, 128))
 	}
 	res := it.res[:n]
+	// The samples in the header: their mantissas go into res as they are.
+	t, dt, m, dm := it.t, it.dt, it.m, it.dm
+	j := 0
+	for ; j < n && k0+j < 2; j++ {
+		if k0+j == 0 {
+			t, m = it.t0, it.m0
+		} else {
+			dt, dm = it.dt1, it.dm1
+			t, m = t+dt, m+dm
+		}
+		ot[j], res[j] = t, uint64(m)
+	}
+	j0 := j
 	// The timestamps, and the values' residuals.
-	b, pos := it.br.stream, uint(0)
-	if n > 0 {
-		ot[0], res[0] = it.t0, uint64(it.m0)
-	}
-	if n > 1 {
-		ot[1], res[1] = it.t0+it.dt1, uint64(it.m0+it.dm1)
-	}
-	t, dt := it.t0+it.dt1, it.dt1
+	b, pos := it.br.stream, it.pos
 	tw, vw := it.tw, it.vw
 	// Where both residuals of a sample fit in 64 bits, one load of nine
 	// bytes reads them; the rest (escapes, wider columns, the last bytes)
@@ -578,7 +592,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64) (
 	both := uint(tw) + uint(vw)
 	shift, vmask := (64-both)&63, uint64(1)<<vw-1
 	tesc, vesc := escapeOf(tw), escapeOf(vw)
-	for k := 2; k < n; k++ {
+	for ; j < n; j++ {
 		var tr, vr uint64
 		read := false
 		if i := pos >> 3; both-1 < 64 && i+9 <= uint(len(b)) {
@@ -599,59 +613,61 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64) (
 		}
 		dt += unzigzag(tr)
 		t += dt
-		ot[k] = t
-		res[k] = vr
+		ot[j] = t
+		res[j] = vr
 	}
-	// What the iterator checks at the end: no more than a byte's zero
-	// padding after the last sample.
-	if rest := uint(len(b))*8 - pos; rest >= 8 || (rest > 0 && b[len(b)-1]<<(8-rest) != 0) {
+	if k0+n == int(it.num) && !decimalEndOK(b, pos) {
 		return ts[:n0], vs[:n0], false
 	}
+	// The mantissas.
+	switch {
+	case it.fromMin:
+		for k := j0; k < n; k++ {
+			m = it.lo + int64(res[k])
+			res[k] = uint64(m)
+		}
+	case it.dod:
+		for k := j0; k < n; k++ {
+			dm += unzigzag(res[k])
+			m += dm
+			res[k] = uint64(m)
+		}
+	default:
+		for k := j0; k < n; k++ {
+			m += unzigzag(res[k])
+			res[k] = uint64(m)
+		}
+	}
+	it.br.stream, it.pos = b, pos
+	it.t, it.dt, it.m, it.dm, it.read = t, dt, m, dm, uint16(k0+n)
 	for k, t := range ot {
 		if t > maxt {
 			n = k
 			break
 		}
 	}
-	// The mantissas, then the values.
-	if n > 2 {
-		m := it.m0 + it.dm1
-		switch {
-		case it.fromMin:
-			for k := 2; k < n; k++ {
-				res[k] = uint64(it.lo + int64(res[k]))
-			}
-		case it.dod:
-			dm := it.dm1
-			for k := 2; k < n; k++ {
-				dm += unzigzag(res[k])
-				m += dm
-				res[k] = uint64(m)
-			}
-		default:
-			for k := 2; k < n; k++ {
-				m += unzigzag(res[k])
-				res[k] = uint64(m)
-			}
-		}
-	}
+	// The values.
 	if it.raw {
 		for k, r := range res[:n] {
 			ov[k] = math.Float64frombits(r)
 		}
+	} else if p := it.p; p == 1 {
+		for k, r := range res[:n] {
+			ov[k] = float64(int64(r))
+		}
 	} else {
-		p := it.p
-		if p == 1 {
-			for k, r := range res[:n] {
-				ov[k] = float64(int64(r))
-			}
-		} else {
-			for k, r := range res[:n] {
-				ov[k] = float64(int64(r)) / p
-			}
+		for k, r := range res[:n] {
+			ov[k] = float64(int64(r)) / p
 		}
 	}
 	return ts[:n0+n], vs[:n0+n], true
+}
+
+// decimalEndOK reports whether no more than a byte's zero padding follows bit
+// pos of b, the last sample's end: what Next checks at the end.
+func decimalEndOK(b []byte, pos uint) bool {
+	rest := uint(len(b))*8 - pos
+	return rest < 8 && (rest == 0 || b[len(b)-1]<<(8-rest) == 0)
 }
 
 // escapeOf returns the residual that escapes a residual of width w (see

@@ -335,7 +335,7 @@ func BenchmarkDecimalAppendSamples(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				it.Reset(chunk)
-				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64); !ok || len(vs) != benchChunkSamples {
+				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64, math.MaxInt); !ok || len(vs) != benchChunkSamples {
 					b.Fatal("not decoded")
 				}
 				sum += vs[len(vs)-1]

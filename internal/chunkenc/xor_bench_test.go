@@ -89,7 +89,7 @@ func BenchmarkXORAppendSamples(b *testing.B) {
 			for b.Loop() {
 				it.Reset(chunk)
 				var ok bool
-				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64); !ok || len(vs) != benchChunkSamples {
+				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64, math.MaxInt); !ok || len(vs) != benchChunkSamples {
 					b.Fatal("not decoded")
 				}
 				sum += vs[len(vs)-1]

@@ -211,24 +211,29 @@ func (it *XORIterator) corrupt(reason string) bool {
 	return false
 }
 
-// AppendSamples appends the samples of the chunk it was Reset to that are
-// at or before maxt to ts and vs, for a reader that wants every sample:
-// the loop keeps the decoder's state in registers, where Next and At go
-// through the iterator's fields and a call or three a sample
-// (BenchmarkXORAppendSamples against BenchmarkXORIterate). It must be called
-// right after Reset. If the chunk is malformed it appends nothing and
-// returns ok false, and the caller learns why by iterating with Next.
-func (it *XORIterator) AppendSamples(ts []int64, vs []float64, maxt int64) (_ []int64, _ []float64, ok bool) {
-	if it.read != 0 || it.err != nil {
+// AppendSamples appends the next samples of the chunk, up to limit of
+// them, to ts and vs, stopping at the first after maxt (which it
+// consumes), for a reader that wants every sample: the loop keeps the
+// decoder's state in registers, where Next and At go through the
+// iterator's fields and a call or three a sample
+// (BenchmarkXORAppendSamples against BenchmarkXORIterate). It continues
+// where the iterator is. It returns ok false, and appends nothing, on
+// malformed input; the caller then learns why by iterating with Next
+// from Reset.
+func (it *XORIterator) AppendSamples(ts []int64, vs []float64, maxt int64, limit int) (_ []int64, _ []float64, ok bool) {
+	if it.err != nil {
 		return ts, vs, false
 	}
 	n0 := len(ts)
-	ts, vs = slices.Grow(ts, int(it.num)), slices.Grow(vs, int(it.num))
-	for {
+	ts, vs = slices.Grow(ts, min(int(it.num-min(it.read, it.num)), limit)), slices.Grow(vs, min(int(it.num-min(it.read, it.num)), limit))
+	for len(ts)-n0 < limit {
 		if it.read >= 2 {
 			var past bool
-			if ts, vs, past = it.appendFast(ts, vs, maxt); past {
+			if ts, vs, past = it.appendFast(ts, vs, maxt, limit-(len(ts)-n0)); past {
 				return ts, vs, true
+			}
+			if len(ts)-n0 == limit {
+				break
 			}
 		}
 		// The first two samples, the last few bytes and whatever the loop
@@ -248,16 +253,19 @@ func (it *XORIterator) AppendSamples(ts []int64, vs []float64, maxt int64) (_ []
 	return ts, vs, true
 }
 
-// appendFast decodes samples as Next would while eight bytes or more of
-// the chunk are left, and returns at the first sample it leaves to Next,
-// the iterator at that sample's start; past says it returned at a sample
-// after maxt instead.
-func (it *XORIterator) appendFast(ts []int64, vs []float64, maxt int64) (_ []int64, _ []float64, past bool) {
+// appendFast decodes up to limit samples as Next would while eight bytes
+// or more of the chunk are left, and returns at the first sample it leaves
+// to Next, the iterator at that sample's start; past says it returned at
+// a sample after maxt instead.
+func (it *XORIterator) appendFast(ts []int64, vs []float64, maxt int64, limit int) (_ []int64, _ []float64, past bool) {
 	stream, buf, valid := it.br.stream, it.br.buf, uint(it.br.valid)
 	t, dt, v := it.t, it.tDelta, it.v
 	leading, sigbits := uint(it.leading), uint(it.sigbits)
-	read := it.read
-	for read < it.num && len(stream) >= 8 {
+	read, end := it.read, it.num
+	if n := uint16(min(limit, math.MaxUint16)); end-read > n {
+		end = read + n
+	}
+	for read < end && len(stream) >= 8 {
 		// bitReader.fill: at least 57 bits.
 		buf |= binary.BigEndian.Uint64(stream) >> (valid & 63)
 		nb := (64 - valid) / 8

@@ -55,7 +55,7 @@ func decode(it floatDecoder, b []byte) ([]sample, error) {
 // bulkDecoder is an iterator that can also decode a whole chunk at once.
 type bulkDecoder interface {
 	floatDecoder
-	AppendSamples(ts []int64, vs []float64, maxt int64) ([]int64, []float64, bool)
+	AppendSamples(ts []int64, vs []float64, maxt int64, limit int) ([]int64, []float64, bool)
 }
 
 // checkAppendSamples checks that AppendSamples decodes chunk b as Next
@@ -74,14 +74,31 @@ func checkAppendSamples(t *testing.T, it bulkDecoder, b []byte, maxt int64) {
 		}
 	}
 	err := it.Err()
+	for _, limit := range []int{math.MaxInt, 7} {
+		checkAppendLimit(t, it, b, maxt, limit, want, past, err)
+	}
+}
+
+// checkAppendLimit is checkAppendSamples with AppendSamples called for
+// limit samples at a time until it returns fewer.
+func checkAppendLimit(t *testing.T, it bulkDecoder, b []byte, maxt int64, limit int, want []sample, past bool, err error) {
+	t.Helper()
 	it.Reset(b)
-	ts, vs, ok := it.AppendSamples([]int64{-1}, []float64{-1}, maxt)
+	ts, vs, ok := []int64{-1}, []float64{-1}, true
+	for n := limit; ok && n == limit; {
+		k := len(ts)
+		ts, vs, ok = it.AppendSamples(ts, vs, maxt, limit)
+		n = len(ts) - k
+		if n > limit {
+			t.Fatalf("AppendSamples(limit %d) appended %d samples", limit, n)
+		}
+		if !ok && n != 0 {
+			t.Fatalf("AppendSamples failed but appended %d samples", n)
+		}
+	}
 	if !ok {
 		if err == nil {
-			t.Fatalf("AppendSamples(maxt %d) failed on a chunk Next decodes", maxt)
-		}
-		if len(ts) != 1 || len(vs) != 1 {
-			t.Fatalf("AppendSamples failed but appended %d samples", len(ts)-1)
+			t.Fatalf("AppendSamples(maxt %d, limit %d) failed on a chunk Next decodes", maxt, limit)
 		}
 		return
 	}
@@ -93,7 +110,7 @@ func checkAppendSamples(t *testing.T, it bulkDecoder, b []byte, maxt int64) {
 		got = append(got, sample{ts[i+1], math.Float64bits(vs[i+1])})
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("AppendSamples(maxt %d):\n got %v\nwant %v", maxt, head(got), head(want))
+		t.Fatalf("AppendSamples(maxt %d, limit %d):\n got %v\nwant %v", maxt, limit, head(got), head(want))
 	}
 }
 
