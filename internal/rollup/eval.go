@@ -247,8 +247,19 @@ func (ev *seriesEval) load(it chunkenc.Iterator) error {
 		if !ok {
 			return errWhole
 		}
-		k := 0
-		for j, v := range vs {
+		// Staleness markers are rare: until the first, the samples stay
+		// where they are.
+		k := slices.IndexFunc(vs, value.IsStaleNaN)
+		if k < 0 {
+			k = len(vs)
+		}
+		for j := 1; j < k; j++ {
+			if vs[j] < vs[j-1] {
+				ev.resets = append(ev.resets, j)
+			}
+		}
+		for j := k; j < len(vs); j++ {
+			v := vs[j]
 			if value.IsStaleNaN(v) {
 				continue
 			}
