@@ -396,14 +396,18 @@ type DecimalIterator struct {
 
 	err error
 	// pos is where AppendSamples reads next, in bits from the start of
-	// br's stream; res is its buffer, kept by Reset.
-	pos uint
-	res []uint64
+	// br's stream, in pad, br's stream with decimalPad zero bytes after
+	// it once padded; res is its buffer. Reset keeps pad's and res'
+	// memory.
+	pos    uint
+	padded bool
+	pad    []byte
+	res    []uint64
 }
 
 // Reset makes the iterator start over on the decimal chunk b.
 func (it *DecimalIterator) Reset(b []byte) {
-	*it = DecimalIterator{size: len(b), res: it.res}
+	*it = DecimalIterator{size: len(b), res: it.res, pad: it.pad}
 	if len(b) < decimalHeaderSize {
 		it.corruptAt(0, "chunk shorter than its header")
 		return
@@ -583,38 +587,52 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		ot[j], res[j] = t, uint64(m)
 	}
 	j0 := j
-	// The timestamps, and the values' residuals.
-	b, pos := it.br.stream, it.pos
-	tw, vw := it.tw, it.vw
-	// Where both residuals of a sample fit in 64 bits, one load of nine
-	// bytes reads them; the rest (escapes, wider columns, the last bytes)
-	// are read one residual at a time.
-	both := uint(tw) + uint(vw)
-	shift, vmask := (64-both)&63, uint64(1)<<vw-1
-	tesc, vesc := escapeOf(tw), escapeOf(vw)
+	// The timestamps, and the values' residuals, read from a copy of the
+	// chunk with zeros after it, so that a load may go past the end: no
+	// sample reads more than 32 bytes after where it starts, and one that
+	// starts past the end means a truncated chunk.
+	if !it.padded {
+		it.pad = append(append(it.pad[:0], it.br.stream...), make([]byte, decimalPad)...)
+		it.padded = true
+	}
+	b, pos, end := it.pad, it.pos, uint(len(it.br.stream))*8
+	tw, vw := uint(it.tw), uint(it.vw)
+	// Both residuals of a sample are read with one load of nine bytes
+	// where they fit in 64 bits and neither is escaped; else one at a
+	// time.
+	both := tw + vw
+	shift, tshift, vshift, vmask := (64-both)&63, (64-tw)&63, (64-vw)&63, uint64(1)<<vw-1
+	tesc, vesc := escapeOf(it.tw), escapeOf(it.vw)
 	for ; j < n; j++ {
-		var tr, vr uint64
-		read := false
-		if i := pos >> 3; both-1 < 64 && i+9 <= uint(len(b)) {
-			x := (binary.BigEndian.Uint64(b[i:])<<(pos&7) | uint64(b[i+8])>>(8-pos&7)) >> shift
-			tr, vr = x>>vw, x&vmask
-			if read = tr != tesc && vr != vesc; read {
-				pos += both
-			}
+		if pos > end {
+			return ts[:n0], vs[:n0], false
 		}
-		if !read {
-			var ok bool
-			if tr, ok = readResidualAt(b, &pos, tw); !ok {
-				return ts[:n0], vs[:n0], false
+		var tr, vr uint64
+		if x := bitsFrom(b, pos) >> shift; both-1 < 64 && x>>vw != tesc && x&vmask != vesc {
+			tr, vr = x>>vw, x&vmask
+			pos += both
+		} else {
+			if tw != 0 {
+				tr, pos = bitsFrom(b, pos)>>tshift, pos+tw
+				if tr == tesc && tw != 64 {
+					tr, pos = bitsFrom(b, pos), pos+64
+				}
 			}
-			if vr, ok = readResidualAt(b, &pos, vw); !ok {
-				return ts[:n0], vs[:n0], false
+			if vw != 0 {
+				vr, pos = bitsFrom(b, pos)>>vshift, pos+vw
+				if vr == vesc && vw != 64 {
+					vr, pos = bitsFrom(b, pos), pos+64
+				}
 			}
 		}
 		dt += unzigzag(tr)
 		t += dt
 		ot[j] = t
 		res[j] = vr
+	}
+	b = it.br.stream
+	if pos > end {
+		return ts[:n0], vs[:n0], false
 	}
 	if k0+n == int(it.num) && !decimalEndOK(b, pos) {
 		return ts[:n0], vs[:n0], false
@@ -679,42 +697,14 @@ func escapeOf(w uint8) uint64 {
 	return 1<<w - 1
 }
 
-// readResidualAt reads a residual written at width w (see bestWidth) at
-// bit offset *pos of b, and advances *pos past it.
-func readResidualAt(b []byte, pos *uint, w uint8) (uint64, bool) {
-	if w == 0 {
-		return 0, true
-	}
-	r, ok := bitsAt(b, *pos, w)
-	*pos += uint(w)
-	if ok && r == 1<<w-1 && w != 64 {
-		r, ok = bitsAt(b, *pos, 64)
-		*pos += 64
-	}
-	return r, ok
-}
+// decimalPad is how many zero bytes AppendSamples reads the chunk with
+// after its end: a sample reads at most four residuals' worth (two
+// escaped ones) past where it starts, 32 bytes, through loads of nine.
+const decimalPad = 48
 
-// bitsAt returns the w bits, w in [1, 64], at bit offset pos of b, and
-// false if b ends first.
-func bitsAt(b []byte, pos uint, w uint8) (uint64, bool) {
-	if i := pos >> 3; i+9 <= uint(len(b)) {
-		x := binary.BigEndian.Uint64(b[i:])<<(pos&7) | uint64(b[i+8])>>(8-pos&7)
-		return x >> ((64 - w) & 63), true
-	}
-	return bitsAtEnd(b, pos, w)
-}
-
-// bitsAtEnd is bitsAt near the end of b.
-func bitsAtEnd(b []byte, pos uint, w uint8) (uint64, bool) {
-	if pos+uint(w) > uint(len(b))*8 {
-		return 0, false
-	}
-	if w > 56 {
-		hi, _ := bitsAtEnd(b, pos, w-32)
-		lo, _ := bitsAtEnd(b, pos+uint(w)-32, 32)
-		return hi<<32 | lo, true
-	}
-	var word [8]byte
-	copy(word[:], b[pos>>3:])
-	return binary.BigEndian.Uint64(word[:]) << (pos & 7) >> (64 - w), true
+// bitsFrom returns the 64 bits at bit offset pos of b, which must hold
+// nine bytes from pos/8.
+func bitsFrom(b []byte, pos uint) uint64 {
+	i := pos >> 3
+	return binary.BigEndian.Uint64(b[i:])<<(pos&7) | uint64(b[i+8])>>(8-pos&7)
 }
