@@ -299,7 +299,7 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 	clear(sl.has)
 	ts := ev.ts
 	selRange, off := rng.Milliseconds(), offset.Milliseconds()
-	w := window{ts: ts, vs: ev.vs, resets: ev.resets, rng: rng, offset: offset}
+	w := window{ts: ts, vs: ev.vs, resets: ev.resets, rangeMs: (rng + offset).Milliseconds(), offsetMs: offset.Milliseconds(), rangeSeconds: rng.Seconds()}
 	got := 0
 	for k := range n {
 		w.at = st.at(k)
@@ -324,13 +324,17 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 
 // window is a step's window of a loaded series: samples lo to hi-1.
 type window struct {
-	ts          []int64
-	vs          []float64
-	resets      []int // indices of samples lower than the one before
-	lo, hi      int
-	r           int // the first of resets past lo, kept up by rate
-	at          int64
-	rng, offset time.Duration
+	ts     []int64
+	vs     []float64
+	resets []int // indices of samples lower than the one before
+	lo, hi int
+	r      int // the first of resets past lo, kept up by rate
+	at     int64
+	// rangeMs is the selector's range and offset, offsetMs its offset,
+	// in ms; rangeSeconds its range in seconds: the same for every window,
+	// worked out once.
+	rangeMs, offsetMs int64
+	rangeSeconds      float64
 }
 
 // A windowFunc computes a range function's value over a non-empty
@@ -372,8 +376,8 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 			result += vs[r-1]
 		}
 	}
-	rangeStart := w.at - (w.rng + w.offset).Milliseconds()
-	rangeEnd := w.at - w.offset.Milliseconds()
+	rangeStart := w.at - w.rangeMs
+	rangeEnd := w.at - w.offsetMs
 	firstT, lastT := ts[lo], ts[hi-1]
 	durationToStart := float64(firstT-rangeStart) / 1000
 	durationToEnd := float64(rangeEnd-lastT) / 1000
@@ -402,7 +406,7 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
 	}
 	if isRate {
-		factor /= w.rng.Seconds()
+		factor /= w.rangeSeconds
 	}
 	return result * factor, true
 }
