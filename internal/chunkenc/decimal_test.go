@@ -292,11 +292,7 @@ func FuzzDecimalIterator(f *testing.F) {
 func BenchmarkDecimalIterate(b *testing.B) {
 	for _, kind := range benchKinds {
 		b.Run("kind="+kind, func(b *testing.B) {
-			var d Densifier
-			chunk, ok := d.Densify(encode(realisticSeries(kind, benchChunkSamples, 1)).Bytes())
-			if !ok {
-				b.Fatal("not densified")
-			}
+			chunk := densifiedBenchChunk(b, kind)
 			it := &DecimalIterator{}
 			var sum float64
 			b.ReportAllocs()
@@ -323,27 +319,20 @@ func BenchmarkDecimalIterate(b *testing.B) {
 func BenchmarkDecimalAppendSamples(b *testing.B) {
 	for _, kind := range benchKinds {
 		b.Run("kind="+kind, func(b *testing.B) {
-			var d Densifier
-			chunk, ok := d.Densify(encode(realisticSeries(kind, benchChunkSamples, 1)).Bytes())
-			if !ok {
-				b.Fatal("not densified")
-			}
-			it := &DecimalIterator{}
-			var ts []int64
-			var vs []float64
-			var sum float64
-			b.ReportAllocs()
-			for b.Loop() {
-				it.Reset(chunk)
-				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64, math.MaxInt); !ok || len(vs) != benchChunkSamples {
-					b.Fatal("not decoded")
-				}
-				sum += vs[len(vs)-1]
-			}
-			reportPerSample(b, len(chunk))
-			_ = sum
+			benchmarkAppendSamples(b, &DecimalIterator{}, densifiedBenchChunk(b, kind))
 		})
 	}
+}
+
+// densifiedBenchChunk is the benchmarks' chunk of the given kind as a
+// decimal chunk.
+func densifiedBenchChunk(b *testing.B, kind string) []byte {
+	var d Densifier
+	chunk, ok := d.Densify(encode(realisticSeries(kind, benchChunkSamples, 1)).Bytes())
+	if !ok {
+		b.Fatal("not densified")
+	}
+	return chunk
 }
 
 // BenchmarkDensify measures re-encoding a head chunk for a block.

@@ -15,28 +15,7 @@ import (
 // over XOR and decimal chunks and ranges that cut chunks, and refuses a
 // series with histograms.
 func TestAppendFloats(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	var d Densifier
-	var chunks []Meta
-	ts := int64(0)
-	for c := range 6 {
-		xc := NewXORChunk()
-		mint := ts
-		for range 50 {
-			ts += 10 + rng.Int64N(10)
-			xc.Append(ts, float64(rng.IntN(1000))/4)
-		}
-		m := Meta{Data: slices.Clone(xc.Bytes()), MinT: mint + 10, MaxT: ts, Enc: EncXOR}
-		m.MinT = firstT(t, m)
-		if c%2 == 1 {
-			data, ok := d.Densify(m.Data)
-			if !ok {
-				t.Fatal("not densified")
-			}
-			m.Data, m.Enc = slices.Clone(data), EncDecimal
-		}
-		chunks = append(chunks, m)
-	}
+	chunks, ts := mixedChunks(t, rand.New(rand.NewPCG(7, 8)), 50)
 	var it SeriesIterator
 	for _, r := range [][2]int64{{math.MinInt64, math.MaxInt64}, {0, ts / 2}, {ts / 3, ts}, {ts / 4, ts / 4}, {ts + 1, ts + 2}} {
 		it.Reset(chunks, nil, r[0], r[1])
@@ -67,6 +46,33 @@ func TestAppendFloats(t *testing.T) {
 	}
 }
 
+// mixedChunks returns six chunks of a series of the given samples each,
+// XOR and decimal in turn, at random intervals of 10-19 ms, and its last
+// timestamp.
+func mixedChunks(t *testing.T, rng *rand.Rand, samples int) ([]Meta, int64) {
+	var d Densifier
+	var chunks []Meta
+	ts := int64(0)
+	for c := range 6 {
+		xc := NewXORChunk()
+		for range samples {
+			ts += 10 + rng.Int64N(10)
+			xc.Append(ts, float64(rng.IntN(1000))/4)
+		}
+		m := Meta{Data: slices.Clone(xc.Bytes()), MaxT: ts, Enc: EncXOR}
+		m.MinT = firstT(t, m)
+		if c%2 == 1 {
+			data, ok := d.Densify(m.Data)
+			if !ok {
+				t.Fatal("not densified")
+			}
+			m.Data, m.Enc = slices.Clone(data), EncDecimal
+		}
+		chunks = append(chunks, m)
+	}
+	return chunks, ts
+}
+
 // firstT returns the timestamp of a chunk's first sample.
 func firstT(t *testing.T, m Meta) int64 {
 	var it XORIterator
@@ -84,26 +90,7 @@ func firstT(t *testing.T, m Meta) int64 {
 // malformed chunk with its iterator's error after the same samples.
 func TestSeriesIteratorBatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	var d Densifier
-	var chunks []Meta
-	ts := int64(0)
-	for c := range 6 {
-		xc := NewXORChunk()
-		for range 150 {
-			ts += 10 + rng.Int64N(10)
-			xc.Append(ts, float64(rng.IntN(1000))/4)
-		}
-		m := Meta{Data: slices.Clone(xc.Bytes()), MaxT: ts, Enc: EncXOR}
-		m.MinT = firstT(t, m)
-		if c%2 == 1 {
-			data, ok := d.Densify(m.Data)
-			if !ok {
-				t.Fatal("not densified")
-			}
-			m.Data, m.Enc = slices.Clone(data), EncDecimal
-		}
-		chunks = append(chunks, m)
-	}
+	chunks, ts := mixedChunks(t, rng, 150)
 	check := func(name string, chunks []Meta, mint, maxt, seek int64) {
 		t.Helper()
 		want, wantErr := plainSamples(chunks, max(mint, seek), maxt)

@@ -80,24 +80,28 @@ func BenchmarkXORIterate(b *testing.B) {
 func BenchmarkXORAppendSamples(b *testing.B) {
 	for _, kind := range benchKinds {
 		b.Run("kind="+kind, func(b *testing.B) {
-			chunk := encode(realisticSeries(kind, benchChunkSamples, 1)).Bytes()
-			it := &XORIterator{}
-			var ts []int64
-			var vs []float64
-			var sum float64
-			b.ReportAllocs()
-			for b.Loop() {
-				it.Reset(chunk)
-				var ok bool
-				if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64, math.MaxInt); !ok || len(vs) != benchChunkSamples {
-					b.Fatal("not decoded")
-				}
-				sum += vs[len(vs)-1]
-			}
-			reportPerSample(b, len(chunk))
-			_ = sum
+			benchmarkAppendSamples(b, &XORIterator{}, encode(realisticSeries(kind, benchChunkSamples, 1)).Bytes())
 		})
 	}
+}
+
+// benchmarkAppendSamples decodes chunk whole with it.AppendSamples, once
+// an op.
+func benchmarkAppendSamples(b *testing.B, it bulkDecoder, chunk []byte) {
+	var ts []int64
+	var vs []float64
+	var sum float64
+	b.ReportAllocs()
+	for b.Loop() {
+		it.Reset(chunk)
+		var ok bool
+		if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64, math.MaxInt); !ok || len(vs) != benchChunkSamples {
+			b.Fatal("not decoded")
+		}
+		sum += vs[len(vs)-1]
+	}
+	reportPerSample(b, len(chunk))
+	_ = sum
 }
 
 func reportPerSample(b *testing.B, chunkBytes int) {
