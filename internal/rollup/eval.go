@@ -175,8 +175,8 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 			}
 			res.series = append(res.series, resultSeries{lset: out, vals: slices.Clone(sl.vals), has: slices.Clone(sl.has)})
 		}
+		// batch is ev.batch's memory: the next batch reuses vals and has.
 		for i := range batch {
-			ev.batch[i].vals, ev.batch[i].has = batch[i].vals, batch[i].has
 			batch[i].series = nil
 		}
 	}
