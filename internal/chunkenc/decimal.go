@@ -630,11 +630,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		ot[j] = t
 		res[j] = vr
 	}
-	b = it.br.stream
-	if pos > end {
-		return ts[:n0], vs[:n0], false
-	}
-	if k0+n == int(it.num) && !decimalEndOK(b, pos) {
+	if pos > end || (k0+n == int(it.num) && !decimalEndOK(it.br.stream, pos)) {
 		return ts[:n0], vs[:n0], false
 	}
 	// The mantissas.
@@ -656,8 +652,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 			res[k] = uint64(m)
 		}
 	}
-	it.br.stream, it.pos = b, pos
-	it.t, it.dt, it.m, it.dm, it.read = t, dt, m, dm, uint16(k0+n)
+	it.pos, it.t, it.dt, it.m, it.dm, it.read = pos, t, dt, m, dm, uint16(k0+n)
 	for k, t := range ot {
 		if t > maxt {
 			n = k

@@ -74,13 +74,14 @@ func checkAppendSamples(t *testing.T, it bulkDecoder, b []byte, maxt int64) {
 		}
 	}
 	err := it.Err()
-	for _, limit := range []int{math.MaxInt, 7} {
+	for _, limit := range []int{math.MaxInt, 7, 1} {
 		checkAppendLimit(t, it, b, maxt, limit, want, past, err)
 	}
 }
 
 // checkAppendLimit is checkAppendSamples with AppendSamples called for
-// limit samples at a time until it returns fewer.
+// limit samples at a time until it returns fewer; 1 stops between the
+// samples of a chunk's header.
 func checkAppendLimit(t *testing.T, it bulkDecoder, b []byte, maxt int64, limit int, want []sample, past bool, err error) {
 	t.Helper()
 	it.Reset(b)
