@@ -104,31 +104,14 @@ func (d *Densifier) Reset() { d.ts, d.vs = d.ts[:0], d.vs[:0] }
 // error for another encoding or a malformed chunk, after which the
 // densifier must be Reset.
 func (d *Densifier) Add(enc Encoding, data []byte) error {
+	var err error
 	switch enc {
 	case EncXOR:
-		d.xor.Reset(data)
-		var ok bool
-		if d.ts, d.vs, ok = d.xor.AppendSamples(d.ts, d.vs, math.MaxInt64, math.MaxInt); ok {
-			return nil
-		}
-		d.xor.Reset(data)
-		for d.xor.Next() {
-			t, v := d.xor.At()
-			d.ts, d.vs = append(d.ts, t), append(d.vs, v)
-		}
-		return d.xor.Err()
+		d.ts, d.vs, err = appendChunk(&d.xor, data, math.MaxInt64, d.ts, d.vs)
+		return err
 	case EncDecimal:
-		d.dec.Reset(data)
-		var ok bool
-		if d.ts, d.vs, ok = d.dec.AppendSamples(d.ts, d.vs, math.MaxInt64, math.MaxInt); ok {
-			return nil
-		}
-		d.dec.Reset(data)
-		for d.dec.Next() {
-			t, v := d.dec.At()
-			d.ts, d.vs = append(d.ts, t), append(d.vs, v)
-		}
-		return d.dec.Err()
+		d.ts, d.vs, err = appendChunk(&d.dec, data, math.MaxInt64, d.ts, d.vs)
+		return err
 	}
 	return fmt.Errorf("%s chunk: not a float chunk", enc)
 }

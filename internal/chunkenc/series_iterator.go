@@ -160,31 +160,27 @@ func (si *SeriesIterator) nextBatch() bool {
 	if si.batch == nil {
 		si.batch = &sampleBatch{}
 	}
-	var ok bool
-	ts, vs := si.batch.ts[:0], si.batch.vs[:0]
-	if si.chunks[si.i].Enc == EncDecimal {
-		ts, vs, ok = si.dec.AppendSamples(ts, vs, math.MaxInt64, len(si.batch.ts))
-	} else {
-		ts, vs, ok = si.xor.AppendSamples(ts, vs, math.MaxInt64, len(si.batch.ts))
-	}
+	dec := si.floatDecoder(si.chunks[si.i].Enc)
+	ts, vs, ok := dec.AppendSamples(si.batch.ts[:0], si.batch.vs[:0], math.MaxInt64, len(si.batch.ts))
 	si.bts, si.bvs, si.bi = ts, vs, 0
 	if ok {
 		return len(ts) > 0
 	}
 	si.batched = false
-	data := si.chunks[si.i].Data
-	if si.chunks[si.i].Enc == EncDecimal {
-		si.dec.Reset(data)
-		for range si.taken {
-			si.dec.Next()
-		}
-	} else {
-		si.xor.Reset(data)
-		for range si.taken {
-			si.xor.Next()
-		}
+	dec.Reset(si.chunks[si.i].Data)
+	for range si.taken {
+		dec.Next()
 	}
 	return true
+}
+
+// floatDecoder returns the iterator's decoder of float chunks of
+// encoding enc, EncDecimal or EncXOR.
+func (si *SeriesIterator) floatDecoder(enc Encoding) bulkDecoder {
+	if enc == EncDecimal {
+		return &si.dec
+	}
+	return &si.xor
 }
 
 func (si *SeriesIterator) chunkErr() error {
@@ -244,40 +240,7 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 			continue
 		}
 		n := len(ts)
-		switch c.Enc {
-		case EncDecimal:
-			si.dec.Reset(c.Data)
-			var decoded bool
-			if ts, vs, decoded = si.dec.AppendSamples(ts, vs, si.maxt, math.MaxInt); decoded {
-				break
-			}
-			// Malformed: the iterator finds where.
-			si.dec.Reset(c.Data)
-			for si.dec.Next() {
-				t, v := si.dec.At()
-				if t > si.maxt {
-					break
-				}
-				ts, vs = append(ts, t), append(vs, v)
-			}
-			err = si.dec.Err()
-		default:
-			si.xor.Reset(c.Data)
-			var decoded bool
-			if ts, vs, decoded = si.xor.AppendSamples(ts, vs, si.maxt, math.MaxInt); decoded {
-				break
-			}
-			si.xor.Reset(c.Data)
-			for si.xor.Next() {
-				t, v := si.xor.At()
-				if t > si.maxt {
-					break
-				}
-				ts, vs = append(ts, t), append(vs, v)
-			}
-			err = si.xor.Err()
-		}
-		if err != nil {
+		if ts, vs, err = appendChunk(si.floatDecoder(c.Enc), c.Data, si.maxt, ts, vs); err != nil {
 			si.i, si.inChunk, si.err, si.done = i, true, err, true
 			return ts, vs, true, err
 		}

@@ -224,8 +224,8 @@ func (it *XORIterator) AppendSamples(ts []int64, vs []float64, maxt int64, limit
 	if it.err != nil {
 		return ts, vs, false
 	}
-	n0 := len(ts)
-	ts, vs = slices.Grow(ts, min(int(it.num-min(it.read, it.num)), limit)), slices.Grow(vs, min(int(it.num-min(it.read, it.num)), limit))
+	n0, n := len(ts), min(int(it.num-it.read), limit)
+	ts, vs = slices.Grow(ts, n), slices.Grow(vs, n)
 	for len(ts)-n0 < limit {
 		if it.read >= 2 {
 			var past bool

@@ -52,12 +52,6 @@ func decode(it floatDecoder, b []byte) ([]sample, error) {
 	return out, it.Err()
 }
 
-// bulkDecoder is an iterator that can also decode a whole chunk at once.
-type bulkDecoder interface {
-	floatDecoder
-	AppendSamples(ts []int64, vs []float64, maxt int64, limit int) ([]int64, []float64, bool)
-}
-
 // checkAppendSamples checks that AppendSamples decodes chunk b as Next
 // and At do, up to maxt, and fails only where they report the chunk
 // corrupt: before maxt, or after it if it decodes past maxt.
