@@ -165,7 +165,7 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 	}
 	if err != nil {
 		h.stats.samplesRejected.Add(1)
-		return s.ref, fmt.Errorf("%w: series %s, timestamp %d", err, s.lset, smpl.T)
+		return s.ref, fmt.Errorf("%w: series %s, timestamp %d", err, h.labelsOf(s), smpl.T)
 	}
 	if dup {
 		return s.ref, nil
@@ -304,7 +304,7 @@ func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e e
 	}
 	dup, err := h.exemplars.validate(s.ref, e)
 	if err != nil {
-		return s.ref, fmt.Errorf("%w: series %s, timestamp %d", err, s.lset, e.Ts)
+		return s.ref, fmt.Errorf("%w: series %s, timestamp %d", err, h.labelsOf(s), e.Ts)
 	}
 	if dup {
 		return s.ref, nil
@@ -347,7 +347,7 @@ func (a *appender) Commit() error {
 	a.logSeries = a.logSeries[:0]
 	for _, s := range a.unlogged {
 		if !s.logged.Load() {
-			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: s.lset})
+			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.labelsOf(s)})
 		}
 	}
 	if len(a.logSeries) > 0 {

@@ -70,6 +70,6 @@ func TestSeriesApply(t *testing.T) {
 
 func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
 	s := &memSeries{}
-	s.init(ref, lset)
+	s.init(ref, newSymbolTable().intern(lset))
 	return s
 }

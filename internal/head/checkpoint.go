@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/vfs"
@@ -143,6 +145,7 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 		starts []record.RefStartTime
 		chunks []chunkenc.Meta // checkpointEntry's, before copier.copy
 	)
+	var lb labels.ScratchBuilder
 	for s := range h.series.all() {
 		starts = s.appendStartTimes(starts)
 		cs, err := s.checkpointEntry(chunks, &copier)
@@ -150,6 +153,7 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 			w.Close()
 			return 0, 0, err
 		}
+		cs.Labels = h.series.symbols.labels(s.syms, &lb)
 		chunks = cs.Chunks
 		copied, err := copier.copy(cs.Chunks)
 		if err != nil {
@@ -160,7 +164,7 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 		densifier.Join(copied, h.opts.BlockRange, keep) // keep never fails
 		cs.Chunks = joined[start:len(joined):len(joined)]
 		batch = append(batch, cs)
-		size += int(s.lset.ByteSize())
+		size += int(cs.Labels.ByteSize())
 		for _, c := range cs.Chunks {
 			size += len(c.Data) + 16
 		}
@@ -207,11 +211,11 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 	return written, recordBytes, vfs.SyncDir(h.fs(), h.opts.WALDir)
 }
 
-// checkpointEntry returns the series as a checkpoint holds it, its chunks
-// appended to chunks[:0]. The open chunk is copied, by copier if it
+// checkpointEntry returns the series as a checkpoint holds it, but for
+// its labels, its chunks appended to chunks[:0]. The open chunk is copied, by copier if it
 // spilled.
 func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier) (record.RefChunkSeries, error) {
-	cs := record.RefChunkSeries{Ref: s.ref, Labels: s.lset}
+	cs := record.RefChunkSeries{Ref: s.ref}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cs.Chunks = chunks[:0]

@@ -351,7 +351,7 @@ func TestReplayCompactsChunkLists(t *testing.T) {
 	assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
 	for s := range h.series.all() {
 		if len(s.chunks) != 5 || cap(s.chunks) != len(s.chunks) {
-			t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", s.lset, len(s.chunks), cap(s.chunks))
+			t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", h.labelsOf(s), len(s.chunks), cap(s.chunks))
 		}
 	}
 }
@@ -417,9 +417,9 @@ func TestCheckpointDecimalChunks(t *testing.T) {
 	encodings := map[string][]chunkenc.Encoding{}
 	for s := range h2.series.all() {
 		for _, c := range s.chunks {
-			encodings[s.lset.Get("kind")] = append(encodings[s.lset.Get("kind")], c.encoding())
+			encodings[h2.labelsOf(s).Get("kind")] = append(encodings[h2.labelsOf(s).Get("kind")], c.encoding())
 		}
-		if s.lset.Get("kind") == "crossing" {
+		if h2.labelsOf(s).Get("kind") == "crossing" {
 			if len(s.chunks) != 2 || s.chunks[0].maxt() >= opts.BlockRange || s.chunks[1].mint != opts.BlockRange {
 				t.Errorf("crossing series restored with %d chunks, the first to %d, want two split at %d", len(s.chunks), s.chunks[0].maxt(), opts.BlockRange)
 			}

@@ -17,7 +17,9 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 	reader := h.acquireReader(mint)
 	defer h.releaseReader(reader)
 	all := slices.Collect(h.series.all())
-	slices.SortFunc(all, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
+	symbols := h.series.symbols
+	slices.SortFunc(all, func(a, b *memSeries) int { return symbols.compare(a.syms, b.syms) })
+	var lb labels.ScratchBuilder
 	var chunks []chunkenc.Meta
 	copier := chunkCopier{arena: h.arena}
 	for i, s := range all {
@@ -30,7 +32,7 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 		if err != nil {
 			return err
 		}
-		if err := fn(s.lset, copied); err != nil {
+		if err := fn(symbols.labels(s.syms, &lb), copied); err != nil {
 			return err
 		}
 		copier.reset()

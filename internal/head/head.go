@@ -320,13 +320,12 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 		if ref == 0 {
 			ref = storage.SeriesRef(h.lastRef.Add(1))
 		}
-		// Copy: lset may point into a caller's buffer.
 		s := h.seriesSlab.New()
-		s.init(ref, lset.Copy())
+		s.init(ref, h.series.symbols.intern(lset))
 		return s
 	})
 	if created {
-		h.index.Add(s.ref, s.lset)
+		h.index.Add(s.ref, func(f func(labels.Label)) { h.series.symbols.rangeLabels(s.syms, f) })
 		h.stats.series.Add(1)
 	}
 	return s, created
@@ -335,9 +334,16 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 // seriesLabels returns the labels of the series with ref.
 func (h *Head) seriesLabels(ref storage.SeriesRef) (labels.Labels, bool) {
 	if s := h.series.getByRef(ref); s != nil {
-		return s.lset, true
+		return h.labelsOf(s), true
 	}
 	return labels.EmptyLabels(), false
+}
+
+// labelsOf returns the labels of s, which a reader or appender holds or
+// which is in the maps.
+func (h *Head) labelsOf(s *memSeries) labels.Labels {
+	var b labels.ScratchBuilder
+	return h.series.symbols.labels(s.syms, &b)
 }
 
 // validateLabels checks what a new series must satisfy: a metric name, no
@@ -459,8 +465,13 @@ func (h *Head) checkCompactable() {
 // order. Series created or removed meanwhile may or may not be yielded.
 func (h *Head) SeriesLabels() iter.Seq[labels.Labels] {
 	return func(yield func(labels.Labels) bool) {
+		// A reader of no samples: it keeps the labels of the series it
+		// walks from being released.
+		reader := h.acquireReader(math.MaxInt64)
+		defer h.releaseReader(reader)
+		var b labels.ScratchBuilder
 		for s := range h.series.all() {
-			if !yield(s.lset) {
+			if !yield(h.series.symbols.labels(s.syms, &b)) {
 				return
 			}
 		}

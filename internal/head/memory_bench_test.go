@@ -16,30 +16,46 @@ import (
 // samples each, the figure behind "bytes per series in memory". Values
 // are steady (a counter that always grows by one, a few bits a sample)
 // or noisy (gauges of random fractions, about seven bytes a sample, the
-// worst case for the open chunk's buffer).
+// worst case for the open chunk's buffer). Each series has an instance
+// and a pod of its own, the worst case for the symbol table, unless
+// labels=shared: then 100 series share them, as an exporter's series
+// share its target's labels.
 //
 //	go test ./internal/head -run NONE -bench BenchmarkSeriesMemory -benchtime=1x -count=6 | tee new.txt
 //	benchstat old.txt new.txt
 func BenchmarkSeriesMemory(b *testing.B) {
 	const nseries = 100_000
-	lsets := make([]labels.Labels, nseries)
-	for i := range lsets {
-		lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%200), "cluster", "eu-1",
-			"cpu", fmt.Sprint(i%16), "env", "prod", "instance", fmt.Sprintf("10.%d.%d.%d:9100", i/65536, i/256%256, i%256),
-			"job", "node", "mode", "idle", "region", "eu-west-1", "team", "infra", "zone", "eu-west-1a", "pod", fmt.Sprintf("pod-%d", i))
+	lsetsOf := func(perTarget int) []labels.Labels {
+		lsets := make([]labels.Labels, nseries)
+		for i := range lsets {
+			t := i / perTarget
+			lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%200), "cluster", "eu-1",
+				"cpu", fmt.Sprint(i%16), "env", "prod", "instance", fmt.Sprintf("10.%d.%d.%d:9100", t/65536, t/256%256, t%256),
+				"job", "node", "mode", "idle", "region", "eu-west-1", "team", "infra", "zone", "eu-west-1a", "pod", fmt.Sprintf("pod-%d", t))
+		}
+		return lsets
 	}
+	unique, shared := lsetsOf(1), lsetsOf(100)
 	noisy := func(i, j int) float64 { return float64(uint32((i+1)*(j+7)*2654435761)) / 1000 }
 	steady := func(i, j int) float64 { return float64(i + j) }
 	for _, c := range []struct {
 		values  string
 		samples int
 		v       func(i, j int) float64
+		shared  bool
 	}{
-		{"steady", 1, steady}, {"steady", 4, steady}, {"steady", 120, steady},
-		{"noisy", 120, noisy}, {"noisy", 240, noisy}, {"steady", 600, steady},
+		{"steady", 1, steady, false}, {"steady", 4, steady, false}, {"steady", 120, steady, false},
+		{"noisy", 120, noisy, false}, {"noisy", 240, noisy, false}, {"steady", 600, steady, false},
+		{"steady", 120, steady, true}, {"noisy", 120, noisy, true},
 	} {
 		samples := c.samples
-		b.Run(fmt.Sprintf("values=%s/samples=%d", c.values, samples), func(b *testing.B) {
+		name := fmt.Sprintf("values=%s/samples=%d", c.values, samples)
+		lsets := unique
+		if c.shared {
+			name += "/labels=shared"
+			lsets = shared
+		}
+		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				opts := DefaultOptions()
 				opts.WALDir = b.TempDir()

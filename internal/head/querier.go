@@ -43,13 +43,20 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 		return promstorage.ErrSeriesSet(err)
 	}
 	if sortSeries {
-		slices.SortFunc(series, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
+		symbols := q.head.series.symbols
+		slices.SortFunc(series, func(a, b *memSeries) int { return symbols.compare(a.syms, b.syms) })
 	}
-	return &seriesSet{ctx: ctx, series: series, mint: mint, maxt: maxt, limit: limit}
+	return &seriesSet{ctx: ctx, series: series, symbols: q.head.series.symbols, mint: mint, maxt: maxt, limit: limit}
 }
 
 // matching returns the series that match ms, in ref order.
 func (q *querier) matching(ctx context.Context, ms []*labels.Matcher) ([]*memSeries, error) {
+	// A series added while the postings are read may not match (see
+	// PostingsForMatchers), so those are checked. Series are created one
+	// at a time and indexed before the next gets its ref (getOrCreate),
+	// so those with a ref below the last one handed out are in the index
+	// throughout.
+	indexed := storage.SeriesRef(q.head.lastRef.Load())
 	p, err := index.PostingsForMatchers(ctx, q.head.index, ms...)
 	if err != nil {
 		return nil, err
@@ -57,18 +64,16 @@ func (q *querier) matching(ctx context.Context, ms []*labels.Matcher) ([]*memSer
 	var series []*memSeries
 	for p.Next() {
 		s := q.head.series.getByRef(p.At())
-		// A series added while the postings were read may not match
-		// (see PostingsForMatchers): check.
-		if s != nil && matches(s.lset, ms) {
+		if s != nil && (s.ref < indexed || q.matches(s, ms)) {
 			series = append(series, s)
 		}
 	}
 	return series, p.Err()
 }
 
-func matches(lset labels.Labels, ms []*labels.Matcher) bool {
+func (q *querier) matches(s *memSeries, ms []*labels.Matcher) bool {
 	for _, m := range ms {
-		if !m.Matches(lset.Get(m.Name)) {
+		if !m.Matches(q.head.series.symbols.get(s.syms, m.Name)) {
 			return false
 		}
 	}
@@ -91,7 +96,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			if v := s.lset.Get(name); v != "" {
+			if v := q.head.series.symbols.get(s.syms, name); v != "" {
 				seen[v] = struct{}{}
 			}
 		}
@@ -116,7 +121,7 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			s.lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+			q.head.series.symbols.rangeLabels(s.syms, func(l labels.Label) { seen[l.Name] = struct{}{} })
 		}
 		names = storage.SortedSet(seen)
 	}
@@ -136,6 +141,8 @@ func (q *querier) Close() error {
 type seriesSet struct {
 	ctx        context.Context
 	series     []*memSeries
+	symbols    *symbolTable
+	labels     labels.ScratchBuilder
 	mint, maxt int64
 	limit      int
 	returned   int
@@ -162,7 +169,8 @@ func (ss *seriesSet) Next() bool {
 		if len(chunks) == 0 {
 			continue
 		}
-		ss.cur = &chunkenc.Series{Lset: s.lset, Chunks: chunks, Starts: starts, MinT: ss.mint, MaxT: ss.maxt}
+		lset := ss.symbols.labels(s.syms, &ss.labels)
+		ss.cur = &chunkenc.Series{Lset: lset, Chunks: chunks, Starts: starts, MinT: ss.mint, MaxT: ss.maxt}
 		ss.returned++
 		return true
 	}

@@ -19,6 +19,10 @@ import (
 //     sample went into them, are retired (retireChunks): freed once every
 //     reader that may hold them is done, as the arena may return their
 //     memory to the system at once.
+//   - The label ids of series Truncate removed are retired
+//     (retireSymbols) the same way: a reader may still be reading the
+//     labels of a series it found before, and a freed id may be given to
+//     another string.
 //
 // Reader ids grow with each reader; a retired chunk records the last id
 // handed out when it left its series, and no reader with a higher id can
@@ -31,6 +35,15 @@ type readers struct {
 	next    uint64
 	active  map[uint64]int64 // reader id -> oldest time it reads
 	retired []retiredChunk   // by after
+	// retiredSyms are the label ids of removed series, by after.
+	retiredSyms []retiredSymbols
+}
+
+// retiredSymbols are the label ids (memSeries.syms) of series no longer
+// in the head, which readers up to id after may still read.
+type retiredSymbols struct {
+	syms  []string
+	after uint64
 }
 
 // retiredChunk is the bytes of a chunk no series holds any more, which
@@ -63,7 +76,7 @@ func (h *Head) releaseReader(id uint64) {
 	defer r.mu.Unlock()
 	delete(r.active, id)
 	r.done.Broadcast()
-	if len(r.retired) == 0 {
+	if len(r.retired) == 0 && len(r.retiredSyms) == 0 {
 		return
 	}
 	oldest := r.oldestID()
@@ -74,6 +87,13 @@ func (h *Head) releaseReader(id uint64) {
 	}
 	clear(r.retired[:n])
 	r.retired = r.retired[n:]
+	n = 0
+	for n < len(r.retiredSyms) && r.retiredSyms[n].after < oldest {
+		h.series.symbols.release(r.retiredSyms[n].syms)
+		n++
+	}
+	clear(r.retiredSyms[:n])
+	r.retiredSyms = r.retiredSyms[n:]
 }
 
 // waitForReaders returns once no reader that started before the call and
@@ -116,6 +136,19 @@ func (h *Head) retireChunks(chunks [][]byte) int64 {
 		r.retired = append(r.retired, retiredChunk{data: data, after: r.next})
 	}
 	return 0
+}
+
+// retireSymbols releases the label ids of removed series once no reader
+// that started before they were removed runs.
+func (h *Head) retireSymbols(syms []string) {
+	r := &h.readers
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.oldestID() > r.next {
+		h.series.symbols.release(syms)
+		return
+	}
+	r.retiredSyms = append(r.retiredSyms, retiredSymbols{syms: syms, after: r.next})
 }
 
 // oldestID returns the id of the oldest running reader, math.MaxUint64 if

@@ -17,11 +17,13 @@ import (
 
 // memSeries is one series in the head.
 //
-// ref and lset are immutable after creation. logged is set once the series
+// ref and syms are immutable after creation. logged is set once the series
 // record is in the WAL. Everything else is guarded by mu.
 type memSeries struct {
-	ref    storage.SeriesRef
-	lset   labels.Labels
+	ref storage.SeriesRef
+	// syms is the series' labels as ids in the head's symbol table (see
+	// symbolTable.intern).
+	syms   string
 	logged atomic.Bool
 
 	mu sync.Mutex
@@ -127,8 +129,8 @@ const (
 )
 
 // init sets up a new zero series.
-func (s *memSeries) init(ref storage.SeriesRef, lset labels.Labels) {
-	s.ref, s.lset, s.maxt = ref, lset, math.MinInt64
+func (s *memSeries) init(ref storage.SeriesRef, syms string) {
+	s.ref, s.syms, s.maxt = ref, syms, math.MinInt64
 }
 
 // appendable reports whether a float sample at t with value v may follow
@@ -406,11 +408,13 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.
 // without a lock) and by label hash. The hash map is striped so that
 // appenders creating different series rarely share a lock: a series is in
 // by-hash stripe hash&mask, guarded by the lock of the same index.
+// symbols holds the series' label strings.
 type stripeSeries struct {
-	mask   uint64
-	locks  []paddedRWMutex
-	refs   *refTable
-	byHash []seriesHashMap
+	mask    uint64
+	locks   []paddedRWMutex
+	refs    *refTable
+	byHash  []seriesHashMap
+	symbols *symbolTable
 }
 
 // paddedRWMutex keeps neighbouring stripe locks on separate cache lines.
@@ -421,10 +425,11 @@ type paddedRWMutex struct {
 
 func newStripeSeries(stripes int) *stripeSeries {
 	s := &stripeSeries{
-		mask:   uint64(stripes - 1),
-		locks:  make([]paddedRWMutex, stripes),
-		refs:   newRefTable(),
-		byHash: make([]seriesHashMap, stripes),
+		mask:    uint64(stripes - 1),
+		locks:   make([]paddedRWMutex, stripes),
+		refs:    newRefTable(),
+		byHash:  make([]seriesHashMap, stripes),
+		symbols: newSymbolTable(),
 	}
 	for i := range s.byHash {
 		s.byHash[i] = seriesHashMap{unique: map[uint64]*memSeries{}}
@@ -437,7 +442,7 @@ func (s *stripeSeries) getByRef(ref storage.SeriesRef) *memSeries { return s.ref
 func (s *stripeSeries) getByHash(hash uint64, lset labels.Labels) *memSeries {
 	i := hash & s.mask
 	s.locks[i].RLock()
-	ms := s.byHash[i].get(hash, lset)
+	ms := s.byHash[i].get(hash, lset, s.symbols)
 	s.locks[i].RUnlock()
 	return ms
 }
@@ -447,7 +452,7 @@ func (s *stripeSeries) getByHash(hash uint64, lset labels.Labels) *memSeries {
 func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, create func() *memSeries) (ms *memSeries, created bool) {
 	i := hash & s.mask
 	s.locks[i].Lock()
-	if ms = s.byHash[i].get(hash, lset); ms != nil {
+	if ms = s.byHash[i].get(hash, lset, s.symbols); ms != nil {
 		s.locks[i].Unlock()
 		return ms, false
 	}
@@ -466,12 +471,12 @@ type seriesHashMap struct {
 	conflicts map[uint64][]*memSeries
 }
 
-func (m *seriesHashMap) get(hash uint64, lset labels.Labels) *memSeries {
-	if s, ok := m.unique[hash]; ok && labels.Equal(s.lset, lset) {
+func (m *seriesHashMap) get(hash uint64, lset labels.Labels, t *symbolTable) *memSeries {
+	if s, ok := m.unique[hash]; ok && t.equal(s.syms, lset) {
 		return s
 	}
 	for _, s := range m.conflicts[hash] {
-		if labels.Equal(s.lset, lset) {
+		if t.equal(s.syms, lset) {
 			return s
 		}
 	}

@@ -113,7 +113,7 @@ func TestOpenChunkSpill(t *testing.T) {
 			for s := range h.series.all() {
 				s.mu.Lock()
 				if x, ok := s.head.(*chunkenc.XORChunk); ok && x.NumSamples() >= 40 && s.spill == nil {
-					t.Errorf("%s: an open chunk of %d samples did not spill after replay", s.lset, x.NumSamples())
+					t.Errorf("%s: an open chunk of %d samples did not spill after replay", h.labelsOf(s), x.NumSamples())
 				}
 				s.mu.Unlock()
 			}
@@ -169,12 +169,12 @@ func checkClosedChunks(t *testing.T, h *Head) {
 			n := 0
 			for it.Next() {
 				if ts, _ := it.At(); ts < c.mint || ts > c.maxt() {
-					t.Errorf("%s: sample at %d in a chunk of [%d, %d]", s.lset, ts, c.mint, c.maxt())
+					t.Errorf("%s: sample at %d in a chunk of [%d, %d]", h.labelsOf(s), ts, c.mint, c.maxt())
 				}
 				n++
 			}
 			if it.Err() != nil || n == 0 {
-				t.Errorf("%s: chunk of [%d, %d]: %d samples, err %v", s.lset, c.mint, c.maxt(), n, it.Err())
+				t.Errorf("%s: chunk of [%d, %d]: %d samples, err %v", h.labelsOf(s), c.mint, c.maxt(), n, it.Err())
 			}
 		}
 		s.mu.Unlock()

@@ -103,11 +103,15 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 	}
 	refs := make([]storage.SeriesRef, len(removed))
 	lsets := make([]labels.Labels, len(removed))
+	syms := make([]string, len(removed))
+	var b labels.ScratchBuilder
 	for i, s := range removed {
-		h.series.remove(s)
-		refs[i], lsets[i] = s.ref, s.lset
+		lsets[i] = h.series.symbols.labels(s.syms, &b)
+		h.series.remove(s, lsets[i].Hash())
+		refs[i], syms[i] = s.ref, s.syms
 	}
 	h.index.Delete(refs, lsets)
+	h.retireSymbols(syms)
 	h.stats.series.Add(-int64(len(removed)))
 	return removed
 }
@@ -228,9 +232,8 @@ func (st *startTimes) truncate(mint int64) {
 	}
 }
 
-// remove takes a series out of both maps.
-func (s *stripeSeries) remove(ms *memSeries) {
-	hash := ms.lset.Hash()
+// remove takes a series, whose labels hash to hash, out of both maps.
+func (s *stripeSeries) remove(ms *memSeries, hash uint64) {
 	i := hash & s.mask
 	s.locks[i].Lock()
 	s.byHash[i].del(hash, ms)

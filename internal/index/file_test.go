@@ -103,7 +103,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 			mem := NewMemPostings()
 			for i, lset := range series {
-				mem.Add(storage.SeriesRef(i), lset)
+				mem.Add(storage.SeriesRef(i), lset.Range)
 			}
 			names, _ := r.LabelNames()
 			if !slices.Equal(names, mem.LabelNames()) {

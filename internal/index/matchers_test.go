@@ -97,7 +97,7 @@ func TestMemPostingsMatchers(t *testing.T) {
 		}
 		// Out of order, as a checkpoint lists them.
 		for _, i := range rand.New(rand.NewPCG(3, 4)).Perm(len(series)) {
-			p.Add(storage.SeriesRef(i), series[i])
+			p.Add(storage.SeriesRef(i), series[i].Range)
 		}
 		p.EnsureOrder()
 		checkMatchers(t, p, series)
@@ -108,7 +108,7 @@ func TestMemPostingsDelete(t *testing.T) {
 	series := testSeries(300)
 	p := NewMemPostings()
 	for i, lset := range series {
-		p.Add(storage.SeriesRef(i), lset)
+		p.Add(storage.SeriesRef(i), lset.Range)
 	}
 	var refs []storage.SeriesRef
 	var lsets []labels.Labels
@@ -144,14 +144,14 @@ func TestMemPostingsConcurrent(t *testing.T) {
 	series := testSeries(2000)
 	p := NewMemPostings()
 	for i := range 1000 {
-		p.Add(storage.SeriesRef(i), series[i])
+		p.Add(storage.SeriesRef(i), series[i].Range)
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := 1000; i < 2000; i++ {
-			p.Add(storage.SeriesRef(i), series[i])
+			p.Add(storage.SeriesRef(i), series[i].Range)
 			if i%100 == 0 {
 				p.Delete([]storage.SeriesRef{storage.SeriesRef(i - 500)}, []labels.Labels{series[i-500]})
 			}
@@ -189,7 +189,7 @@ func TestMemPostingsConcurrent(t *testing.T) {
 func TestPostingsForMatchersCancelled(t *testing.T) {
 	p := NewMemPostings()
 	for i := range 1000 {
-		p.Add(storage.SeriesRef(i), labels.FromStrings("__name__", "m", "id", fmt.Sprint(i)))
+		p.Add(storage.SeriesRef(i), labels.FromStrings("__name__", "m", "id", fmt.Sprint(i)).Range)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -55,13 +55,15 @@ func NewUnorderedMemPostings() *MemPostings {
 	return p
 }
 
-// Add indexes a new series.
-func (p *MemPostings) Add(ref storage.SeriesRef, lset labels.Labels) {
+// Add indexes a new series, whose labels rangeLabels calls its argument
+// on (as labels.Labels.Range does). The index keeps the strings of names
+// and values it has not seen.
+func (p *MemPostings) Add(ref storage.SeriesRef, rangeLabels func(func(labels.Label))) {
 	p.mu.Lock()
 	unsorted := p.unsorted
 	p.all = p.all.add(ref, unsorted)
 	p.mu.Unlock()
-	lset.Range(func(l labels.Label) {
+	rangeLabels(func(l labels.Label) {
 		mv := p.values(l.Name, true)
 		mv.mu.Lock()
 		mv.vals[l.Value] = mv.vals[l.Value].add(ref, unsorted)
