@@ -18,41 +18,47 @@ import (
 // position in that order, from 0.
 //
 // The symbol table must come first in the file but is known only once
-// every series is: the Writer keeps the series' labels and encoded chunk
-// lists in memory until Close. The lists share one buffer rather than
-// take an allocation and a slice header each, some 56 bytes a series
-// while a block of a million series is written. It is used by one
-// goroutine.
+// every series is, so the Writer keeps what it needs of the series until
+// Close: each distinct label pair once, and every series as the ids of
+// its pairs and its encoded chunk list, series after series in one
+// buffer. A head's labels are built for each series it writes, and
+// keeping them was 200 bytes a series while a block of a million series
+// was written; the ids take about 20. It is used by one goroutine.
 type Writer struct {
-	w      *bufio.Writer
-	series []labels.Labels
-	// chunks holds the chunk lists encoded, series after series; the list
-	// of series i ends at chunkEnds[i].
-	chunks    []byte
-	chunkEnds []int
-	last      labels.Labels
-	err       error
+	w *bufio.Writer
+	// pairIDs numbers the distinct pairs by their key (see pairKey);
+	// pairs[id] is the pair and holders[id] the number of series with it.
+	pairIDs map[string]uint32
+	pairs   []labels.Label
+	holders []uint32
+	// series holds the series added, one after another: the count of its
+	// labels, their pair ids and its chunk list, all encoded; series i
+	// ends at seriesEnds[i].
+	series     []byte
+	seriesEnds []int
+	last       labels.Labels
+	key        []byte
+	err        error
 }
 
 // NewWriter returns a Writer writing to w.
 func NewWriter(w io.Writer) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 1<<16)}
+	return &Writer{w: bufio.NewWriterSize(w, 1<<16), pairIDs: map[string]uint32{}}
 }
 
 // AddSeries adds a series with its chunks, oldest first and not
-// overlapping. The Writer keeps lset (label sets are immutable), not
-// chunks.
+// overlapping. The Writer keeps neither lset nor chunks.
 func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
 	if w.err != nil {
 		return w.err
 	}
-	if len(w.series) > 0 && labels.Compare(lset, w.last) <= 0 {
+	if len(w.seriesEnds) > 0 && labels.Compare(lset, w.last) <= 0 {
 		return fmt.Errorf("index: series %s added after %s", lset, w.last)
 	}
 	if lset.IsEmpty() {
 		return fmt.Errorf("index: series without labels")
 	}
-	if len(w.series) == math.MaxUint32 {
+	if len(w.seriesEnds) == math.MaxUint32 {
 		return fmt.Errorf("index: more than %d series", math.MaxUint32)
 	}
 	for i, c := range chunks {
@@ -60,7 +66,11 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
 			return fmt.Errorf("index: series %s: chunk %d out of order", lset, i)
 		}
 	}
-	b := binary.AppendUvarint(w.chunks, uint64(len(chunks)))
+	b := binary.AppendUvarint(w.series, uint64(lset.Len()))
+	lset.Range(func(l labels.Label) {
+		b = binary.AppendUvarint(b, uint64(w.pairID(l)))
+	})
+	b = binary.AppendUvarint(b, uint64(len(chunks)))
 	for i, c := range chunks {
 		if i == 0 {
 			b = binary.AppendVarint(b, c.MinT)
@@ -71,11 +81,36 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
 		}
 		b = binary.AppendUvarint(b, uint64(c.MaxT-c.MinT))
 	}
-	w.series = append(w.series, lset)
-	w.chunks = b
-	w.chunkEnds = append(w.chunkEnds, len(b))
+	w.series = b
+	w.seriesEnds = append(w.seriesEnds, len(b))
+	// The labels are built for this call: keep the last set only.
 	w.last = lset
 	return nil
+}
+
+// pairID returns the id of l, numbering it if it is new, and counts one
+// more series holding it.
+func (w *Writer) pairID(l labels.Label) uint32 {
+	w.key = pairKey(w.key[:0], l)
+	id, ok := w.pairIDs[string(w.key)]
+	if !ok {
+		id = uint32(len(w.pairs))
+		key := string(w.key)
+		w.pairIDs[key] = id
+		// The pair's strings are the key's, not the caller's.
+		n := len(key) - len(l.Value)
+		w.pairs = append(w.pairs, labels.Label{Name: key[n-len(l.Name) : n], Value: key[n:]})
+		w.holders = append(w.holders, 0)
+	}
+	w.holders[id]++
+	return id
+}
+
+// pairKey appends the key of l: the name's length, the name and the
+// value.
+func pairKey(dst []byte, l labels.Label) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
+	return append(append(dst, l.Name...), l.Value...)
 }
 
 // Close writes the index and flushes it. It does not close the
@@ -86,15 +121,13 @@ func (w *Writer) Close() error {
 	}
 	cw := &countingWriter{w: w.w}
 	var t toc
-	t.nseries = uint64(len(w.series))
+	t.nseries = uint64(len(w.seriesEnds))
 
 	// Symbols: every distinct name and value, sorted.
 	symSet := map[string]struct{}{}
-	for _, lset := range w.series {
-		lset.Range(func(l labels.Label) {
-			symSet[l.Name] = struct{}{}
-			symSet[l.Value] = struct{}{}
-		})
+	for _, l := range w.pairs {
+		symSet[l.Name] = struct{}{}
+		symSet[l.Value] = struct{}{}
 	}
 	syms := make([]string, 0, len(symSet))
 	for s := range symSet {
@@ -119,28 +152,36 @@ func (w *Writer) Close() error {
 	t.crcSymbols = crc32.Checksum(b, castagnoli)
 	cw.write(b)
 
-	// Series, remembering their offsets and building the postings.
+	// The postings of all pairs in one array, pair after pair: pair id's
+	// list starts at start[id] and is filled up to next[id].
+	start := make([]uint32, len(w.pairs))
+	var total uint32
+	for id, n := range w.holders {
+		start[id] = total
+		total += n
+	}
+	postings := make([]uint32, total)
+	next := slices.Clone(start)
+
+	// Series, remembering their offsets and filling the postings.
 	t.series = cw.n
-	offsets := make([]int64, len(w.series))
-	// Refs are below 2^32 (AddSeries): half the memory of uint64s.
-	postings := map[string]map[string][]uint32{}
-	chunksStart := 0
-	for i, lset := range w.series {
+	offsets := make([]int64, len(w.seriesEnds))
+	from := 0
+	for i, end := range w.seriesEnds {
 		offsets[i] = cw.n
-		body := b[:0]
-		body = binary.AppendUvarint(body, uint64(lset.Len()))
-		lset.Range(func(l labels.Label) {
+		d := decoder{b: w.series[from:end]}
+		from = end
+		n := d.uvarint()
+		body := binary.AppendUvarint(b[:0], n)
+		for range n {
+			id := d.uvarint()
+			l := w.pairs[id]
 			body = binary.AppendUvarint(body, symID[l.Name])
 			body = binary.AppendUvarint(body, symID[l.Value])
-			vals := postings[l.Name]
-			if vals == nil {
-				vals = map[string][]uint32{}
-				postings[l.Name] = vals
-			}
-			vals[l.Value] = append(vals[l.Value], uint32(i))
-		})
-		body = append(body, w.chunks[chunksStart:w.chunkEnds[i]]...)
-		chunksStart = w.chunkEnds[i]
+			postings[next[id]] = uint32(i)
+			next[id]++
+		}
+		body = append(body, d.b...) // the chunk list
 		entry := binary.AppendUvarint(nil, uint64(len(body)))
 		entry = append(entry, body...)
 		entry = binary.BigEndian.AppendUint32(entry, crc32.Checksum(body, castagnoli))
@@ -169,26 +210,26 @@ func (w *Writer) Close() error {
 	// length, the list and its CRC; the label section records where each
 	// starts.
 	t.postings = cw.n
-	names := make([]string, 0, len(postings))
-	for n := range postings {
+	byName := map[string][]uint32{} // pair ids
+	for id, l := range w.pairs {
+		byName[l.Name] = append(byName[l.Name], uint32(id))
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	var labelSec []byte
 	nameOffsets := make([]int64, len(names))
 	for i, name := range names {
-		vals := postings[name]
-		values := make([]string, 0, len(vals))
-		for v := range vals {
-			values = append(values, v)
-		}
-		slices.SortFunc(values, strings.Compare)
+		ids := byName[name]
+		slices.SortFunc(ids, func(a, b uint32) int { return strings.Compare(w.pairs[a].Value, w.pairs[b].Value) })
 		nameOffsets[i] = int64(len(labelSec))
-		labelSec = binary.AppendUvarint(labelSec, uint64(len(values)))
+		labelSec = binary.AppendUvarint(labelSec, uint64(len(ids)))
 		var prevSym uint64
 		var prevOff int64
-		for j, v := range values {
-			sym := symID[v]
+		for j, id := range ids {
+			sym := symID[w.pairs[id].Value]
 			if j == 0 {
 				labelSec = binary.AppendUvarint(labelSec, sym)
 				labelSec = binary.AppendUvarint(labelSec, uint64(cw.n-t.postings))
@@ -197,7 +238,7 @@ func (w *Writer) Close() error {
 				labelSec = binary.AppendUvarint(labelSec, uint64(cw.n-prevOff))
 			}
 			prevSym, prevOff = sym, cw.n
-			list := vals[v]
+			list := postings[start[id]:next[id]]
 			body := binary.AppendUvarint(b[:0], uint64(len(list)))
 			var prev uint32
 			for k, ref := range list {
