@@ -22,7 +22,7 @@ import (
 //   - The label ids of series Truncate removed are retired
 //     (retireSymbols) the same way: a reader may still be reading the
 //     labels of a series it found before, and a freed id may be given to
-//     another string.
+//     another label pair.
 //
 // Reader ids grow with each reader; a retired chunk records the last id
 // handed out when it left its series, and no reader with a higher id can
