@@ -114,6 +114,7 @@ func (w *Writer) ULID() ulid.ULID { return w.meta.ULID }
 // AddSeries adds a series with its chunks, oldest first and not
 // overlapping. Series must come in strictly increasing label order. Chunk
 // bytes are written before AddSeries returns; the caller may reuse them.
+// The Writer keeps lset (label sets are immutable) until the next call.
 // A series without chunks in the block's range is left out.
 func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
 	if w.err != nil {
@@ -155,7 +156,7 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
 		w.err = err
 		return err
 	}
-	w.last = lset.Copy()
+	w.last = lset
 	w.meta.Stats.Series++
 	return nil
 }
