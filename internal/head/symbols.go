@@ -12,7 +12,7 @@ import (
 // symbolTable holds every distinct label pair (name and value) of the
 // head's series once. A series keeps its labels as the ids of its pairs
 // (memSeries.syms): a million series of eleven labels share some twenty
-// thousand pairs, and a series' ids take about 25 bytes where its labels
+// thousand pairs, and a series' ids take about 14 bytes where its labels
 // took about 190.
 //
 // A pair is kept as labels.Labels encodes a label in its one string
@@ -40,9 +40,9 @@ type symbolTable struct {
 }
 
 const (
-	// symbolPageBits makes pages of 1024 strings, 16 KiB: a head with a
-	// few hundred distinct strings has one page, and one of millions
-	// grows its directory a page at a time.
+	// symbolPageBits makes pages of 1024 pairs, 16 KiB: a head with a
+	// few hundred distinct pairs has one page, and one of millions grows
+	// its directory a page at a time.
 	symbolPageBits = 10
 	symbolPageSize = 1 << symbolPageBits
 )
