@@ -104,16 +104,18 @@ func (d *Densifier) Reset() { d.ts, d.vs = d.ts[:0], d.vs[:0] }
 // error for another encoding or a malformed chunk, after which the
 // densifier must be Reset.
 func (d *Densifier) Add(enc Encoding, data []byte) error {
-	var err error
+	var it bulkDecoder
 	switch enc {
 	case EncXOR:
-		d.ts, d.vs, err = appendChunk(&d.xor, data, math.MaxInt64, d.ts, d.vs)
-		return err
+		it = &d.xor
 	case EncDecimal:
-		d.ts, d.vs, err = appendChunk(&d.dec, data, math.MaxInt64, d.ts, d.vs)
-		return err
+		it = &d.dec
+	default:
+		return fmt.Errorf("%s chunk: not a float chunk", enc)
 	}
-	return fmt.Errorf("%s chunk: not a float chunk", enc)
+	var err error
+	d.ts, d.vs, err = appendChunk(it, data, math.MaxInt64, d.ts, d.vs)
+	return err
 }
 
 // Len returns the number of samples added since Reset.

@@ -75,6 +75,7 @@ type appender struct {
 	exemplars []record.RefExemplar
 
 	logSeries   []record.RefSeries
+	logLabels   labels.ScratchBuilder // builds logSeries' labels
 	seriesBuf   []byte
 	startsBuf   []byte
 	metadataBuf []byte
@@ -347,7 +348,7 @@ func (a *appender) Commit() error {
 	a.logSeries = a.logSeries[:0]
 	for _, s := range a.unlogged {
 		if !s.logged.Load() {
-			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.labelsOf(s)})
+			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.series.symbols.labels(s.syms, &a.logLabels)})
 		}
 	}
 	if len(a.logSeries) > 0 {

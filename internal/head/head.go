@@ -342,7 +342,8 @@ func (h *Head) seriesLabels(ref storage.SeriesRef) (labels.Labels, bool) {
 // labelsOf returns the labels of s, which a reader or appender holds or
 // which is in the maps.
 func (h *Head) labelsOf(s *memSeries) labels.Labels {
-	var b labels.ScratchBuilder
+	// A series has at most one label per byte of its ids.
+	b := labels.NewScratchBuilder(len(s.syms))
 	return h.series.symbols.labels(s.syms, &b)
 }
 

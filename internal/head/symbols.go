@@ -120,13 +120,6 @@ func (t *symbolTable) release(syms []string) {
 	}
 }
 
-// len returns the number of distinct pairs held.
-func (t *symbolTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.ids)
-}
-
 // appendPair appends a label as labels.Labels (stringlabels) encodes it:
 // the name and the value, each after its length, one byte below 255,
 // else 255 and three bytes little-endian.

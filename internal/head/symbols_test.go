@@ -179,3 +179,10 @@ func TestTruncateRetiresLabels(t *testing.T) {
 		t.Errorf("%d pairs after the reader is done, want 3", got)
 	}
 }
+
+// len returns the number of distinct pairs held.
+func (t *symbolTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.ids)
+}

@@ -298,12 +298,12 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 	sl.has = slices.Grow(sl.has[:0], n)[:n]
 	clear(sl.has)
 	ts := ev.ts
-	selRange, off := rng.Milliseconds(), offset.Milliseconds()
+	selRange := rng.Milliseconds()
 	w := window{ts: ts, vs: ev.vs, resets: ev.resets, rangeMs: (rng + offset).Milliseconds(), offsetMs: offset.Milliseconds(), rangeSeconds: rng.Seconds()}
 	got := 0
 	for k := range n {
 		w.at = st.at(k)
-		maxt := w.at - off
+		maxt := w.at - w.offsetMs
 		mint := maxt - selRange
 		for w.hi < len(ts) && ts[w.hi] <= maxt {
 			w.hi++
