@@ -18,7 +18,8 @@ import (
 // including the WAL write: batches of one sample for each of 1000 series
 // with 10 labels, the shape of a remote-write request, in steady state
 // (series exist, buffers have grown), with closed chunks in memory or, as
-// the store keeps them, in files.
+// the store keeps them, in files; each series' value is constant, or, in
+// values=noisy, changes at every sample.
 //
 //	go test ./internal/head -run NONE -bench BenchmarkAppend -benchmem -count=6 | tee new.txt
 //	benchstat old.txt new.txt
@@ -26,9 +27,16 @@ func BenchmarkAppend(b *testing.B) {
 	for _, nseries := range []int{1000} {
 		for _, chunks := range []string{"memory", "files"} {
 			b.Run(fmt.Sprintf("series=%d/chunks=%s", nseries, chunks), func(b *testing.B) {
-				benchmarkAppend(b, nseries, chunks == "files")
+				benchmarkAppend(b, nseries, chunks == "files", nil)
 			})
 		}
+		// Values that change at every sample: open chunks fill and
+		// write their parts out (see spillOpen).
+		b.Run(fmt.Sprintf("series=%d/chunks=files/values=noisy", nseries), func(b *testing.B) {
+			benchmarkAppend(b, nseries, true, func(i int, ts int64) float64 {
+				return float64(uint32((i+1)*int(ts/15000+7)*2654435761)) / 1000
+			})
+		})
 	}
 }
 
@@ -73,9 +81,19 @@ func benchmarkAppendLate(b *testing.B, nseries int) {
 
 // appendEach commits a batch of a sample at ts for each series.
 func appendEach(b *testing.B, h *Head, lsets []labels.Labels, ts int64) {
+	appendValues(b, h, lsets, ts, nil)
+}
+
+// appendValues is appendEach with the value of series i at ts from
+// value, or i if value is nil.
+func appendValues(b *testing.B, h *Head, lsets []labels.Labels, ts int64, value func(i int, ts int64) float64) {
 	app := h.Appender(context.Background())
 	for i, l := range lsets {
-		if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(i)}); err != nil {
+		v := float64(i)
+		if value != nil {
+			v = value(i, ts)
+		}
+		if _, err := app.Append(0, l, storage.Sample{T: ts, V: v}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -97,7 +115,7 @@ func benchLabels(n int) []labels.Labels {
 	return lsets
 }
 
-func benchmarkAppend(b *testing.B, nseries int, files bool) {
+func benchmarkAppend(b *testing.B, nseries int, files bool, value func(i int, ts int64) float64) {
 	opts := DefaultOptions()
 	opts.WALDir = b.TempDir()
 	if files {
@@ -111,7 +129,7 @@ func benchmarkAppend(b *testing.B, nseries int, files bool) {
 	lsets := benchLabels(nseries)
 	ts := int64(0)
 	batch := func() {
-		appendEach(b, h, lsets, ts)
+		appendValues(b, h, lsets, ts, value)
 		ts += 15000
 	}
 	batch() // create the series

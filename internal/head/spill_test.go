@@ -189,3 +189,42 @@ func checkClosedChunks(t *testing.T, h *Head) {
 		t.Errorf("Stats().Chunks = %d, want the %d closed chunks", got, closed)
 	}
 }
+
+// TestSpillSkipsShortParts checks that an open chunk writes out a part
+// only when it is long enough to save memory (minSpillBytes): a constant
+// series writes none in half a chunk, a noisy one one at every part and
+// keeps no more than a part in memory.
+func TestSpillSkipsShortParts(t *testing.T) {
+	opts := DefaultOptions()
+	opts.WALDir = t.TempDir()
+	opts.ChunkDir = filepath.Join(opts.WALDir, "chunks_head")
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	constant, noisy := labels.FromStrings("__name__", "constant"), labels.FromStrings("__name__", "noisy")
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := opts.ChunkSamples / 2
+	for i := range n {
+		app := h.Appender(context.Background())
+		mustAppend(t, app, constant, int64(i)*15000, 42)
+		mustAppend(t, app, noisy, int64(i)*15000, rng.Float64())
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for s := range h.series.all() {
+		s.mu.Lock()
+		x := s.head.(*chunkenc.XORChunk)
+		name := h.labelsOf(s).Get("__name__")
+		switch {
+		case name == "constant" && x.Detached() != 0:
+			t.Errorf("constant series: %d bytes written out in %d samples", x.Detached(), n)
+		case name == "noisy" && (s.spill == nil || len(x.Bytes()) > opts.ChunkSamples/spillParts*9):
+			// A noisy value takes up to 9 bytes.
+			t.Errorf("noisy series: %d bytes written out, %d in memory", x.Detached(), len(x.Bytes()))
+		}
+		s.mu.Unlock()
+	}
+}
