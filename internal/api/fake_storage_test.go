@@ -23,11 +23,20 @@ type fakeSample struct {
 	fh *histogram.FloatHistogram
 }
 
-func (s fakeSample) T() int64                      { return s.t }
-func (s fakeSample) ST() int64                     { return 0 }
-func (s fakeSample) F() float64                    { return s.f }
-func (s fakeSample) H() *histogram.Histogram       { return nil }
-func (s fakeSample) FH() *histogram.FloatHistogram { return s.fh }
+func (s fakeSample) T() int64                { return s.t }
+func (s fakeSample) ST() int64               { return 0 }
+func (s fakeSample) F() float64              { return s.f }
+func (s fakeSample) H() *histogram.Histogram { return nil }
+
+// FH returns a copy of the histogram, as a storage's iterator decodes
+// one for each read: the engine may write into what it is given, and the
+// parts of a split query read the same samples at once.
+func (s fakeSample) FH() *histogram.FloatHistogram {
+	if s.fh == nil {
+		return nil
+	}
+	return s.fh.Copy()
+}
 
 func (s fakeSample) Type() chunkenc.ValueType {
 	if s.fh != nil {
