@@ -112,7 +112,9 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 	q.mu.Unlock()
 
 	var annos annotations.Annotations
-	ev := evaluator{maxSamples: q.maxSamples}
+	ev := evaluators.Get().(*evaluator)
+	defer evaluators.Put(ev)
+	ev.maxSamples = q.maxSamples
 	for _, in := range q.plan.inners {
 		res, ws, err := ev.eval(ctx, q.virtual.Queryable, in, q.virtual.steps)
 		if err != nil {

@@ -1,6 +1,7 @@
 package rollup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -58,8 +59,23 @@ type evaluator struct {
 	// workers hold the buffers of the goroutines that load and window
 	// series: GOMAXPROCS of them, made by the first eval.
 	workers []*seriesEval
-	batch   []seriesSlot
+	// batches are two batches' slots: the workers work on one while the
+	// series of the other are read and the results of the one before
+	// taken.
+	batches [2][]seriesSlot
+	// outputs are the labels of an eval's results, for duplicates.
+	outputs []output
 }
+
+// output is a function result's labels and their hash.
+type output struct {
+	hash uint64
+	lset labels.Labels
+}
+
+// evaluators keeps evaluators and their buffers from one query to the
+// next: a query's series are read into the same buffers again.
+var evaluators = sync.Pool{New: func() any { return &evaluator{} }}
 
 // seriesEval loads series and computes their windows, reusing its
 // buffers from one series to the next.
@@ -68,6 +84,7 @@ type seriesEval struct {
 	ts     []int64
 	vs     []float64
 	resets []int
+	w      window
 }
 
 // seriesSlot is a series of a batch and what a worker made of it.
@@ -92,7 +109,11 @@ const batchSeries = 64
 // and window the batch's series in parallel, the costly part (decoding
 // every sample), and the results are then taken in the order of the
 // series set, as the engine would take them: aggregations add them up in
-// the same order, so that the sums are the engine's to the bit.
+// the same order, so that the sums are the engine's to the bit. While
+// the workers are on a batch, this goroutine reads the next batch's
+// series and takes the results of the one before: reading series
+// (labels, chunk lists) and aggregating results left a core idle while
+// they ran.
 func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, st steps) (*result, annotations.Annotations, error) {
 	offset := in.vs.OriginalOffset
 	selRange := in.ms.Range.Milliseconds()
@@ -113,12 +134,13 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 
 	n := st.count()
 	var (
-		annos  annotations.Annotations
-		res    = &result{}
-		agg    *aggregator
+		annos annotations.Annotations
+		res   = &result{}
+		agg   *aggregator
+		// points counts the function's results, for the sample limit.
 		points int
-		seen   = map[uint64][]labels.Labels{} // outputs' labels, for duplicates
 	)
+	ev.outputs = ev.outputs[:0]
 	if in.agg != nil {
 		agg = newAggregator(in.agg, n)
 	}
@@ -128,24 +150,16 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 		for range max(runtime.GOMAXPROCS(0), 1) {
 			ev.workers = append(ev.workers, &seriesEval{})
 		}
-		ev.batch = make([]seriesSlot, batchSeries)
+		for i := range ev.batches {
+			ev.batches[i] = make([]seriesSlot, batchSeries)
+		}
 	}
-	for more := true; more; {
-		if err := ctx.Err(); err != nil {
-			return nil, annos, err
-		}
-		batch := ev.batch[:0]
-		for len(batch) < batchSeries {
-			if more = ss.Next(); !more {
-				break
-			}
-			batch = append(batch, seriesSlot{series: ss.At(), vals: ev.batch[len(batch)].vals, has: ev.batch[len(batch)].has})
-		}
-		ev.run(batch, st, offset, in.ms.Range, fn)
+	// take adds the results of a processed batch to res or agg, in order.
+	take := func(batch []seriesSlot) error {
 		for i := range batch {
 			sl := &batch[i]
 			if sl.err != nil {
-				return nil, annos, sl.err
+				return sl.err
 			}
 			if sl.got == 0 {
 				continue
@@ -153,35 +167,68 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 			points += sl.got
 			if points > ev.maxSamples {
 				// The engine holds every point of the function's results at once.
-				return nil, annos, errWhole
+				return errWhole
 			}
 			lset := sl.series.Labels()
 			if name := lset.Get(labels.MetricName); isCounterFunc && name != "" && !counterName(name) {
 				annos.Add(annotations.NewPossibleNonCounterInfo(name, in.call.Args[0].PositionRange()))
 			}
 			out := lset.DropReserved(schema.IsMetadataLabel)
-			h := out.Hash()
-			for _, other := range seen[h] {
-				if labels.Equal(other, out) {
-					// The engine fails the query: two results with the same
-					// labels.
-					return nil, annos, errWhole
-				}
-			}
-			seen[h] = append(seen[h], out)
+			ev.outputs = append(ev.outputs, output{hash: out.Hash(), lset: out})
 			if agg != nil {
 				agg.add(out, sl.vals, sl.has)
 				continue
 			}
 			res.series = append(res.series, resultSeries{lset: out, vals: slices.Clone(sl.vals), has: slices.Clone(sl.has)})
 		}
-		// batch is ev.batch's memory: the next batch reuses vals and has.
-		for i := range batch {
-			batch[i].series = nil
+		return nil
+	}
+	var (
+		prev []seriesSlot // the batch the workers are on, or were
+		wait = func() {}
+	)
+	defer func() {
+		// The workers must be done with a batch before its slots are
+		// reused, and before eval returns. The evaluator is kept for the
+		// next query: it keeps the slots' vals and has, not what this
+		// one read.
+		wait()
+		for _, b := range ev.batches {
+			for i := range b {
+				b[i].series = nil
+			}
 		}
+		clear(ev.outputs)
+	}()
+	for k := 0; ; k ^= 1 {
+		if err := ctx.Err(); err != nil {
+			return nil, annos, err
+		}
+		cur := ev.batches[k][:0]
+		for len(cur) < batchSeries && ss.Next() {
+			cur = append(cur, seriesSlot{series: ss.At(), vals: ev.batches[k][len(cur)].vals, has: ev.batches[k][len(cur)].has})
+		}
+		wait()
+		wait = func() {}
+		if len(cur) > 0 {
+			wait = ev.start(cur, st, offset, in.ms.Range, fn)
+		}
+		if prev != nil {
+			if err := take(prev); err != nil {
+				return nil, annos, err
+			}
+		}
+		if len(cur) == 0 {
+			break
+		}
+		prev = cur
 	}
 	if err := ss.Err(); err != nil {
 		return nil, annos, err
+	}
+	if duplicates(ev.outputs) {
+		// The engine fails the query: two results with the same labels.
+		return nil, annos, errWhole
 	}
 	annos.Merge(ss.Warnings())
 	if agg != nil {
@@ -190,28 +237,44 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 	return res, annos, nil
 }
 
-// run loads and windows the series of batch, spread over the workers if
-// they are strata's: their chunks are in memory, or mapped, by the time
-// Select returns them, and reading them concurrently is safe. Other
-// storage (Prometheus' TSDB in tests) may share a reader between the
-// iterators of its series, and its series are loaded one at a time.
-func (ev *evaluator) run(batch []seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) {
-	workers := ev.workers[:1]
-	if !slices.ContainsFunc(batch, func(sl seriesSlot) bool { _, ok := sl.series.(*stratachunkenc.Series); return !ok }) {
-		workers = ev.workers[:max(min(len(ev.workers), len(batch)), 1)]
+// duplicates reports whether two of outs have the same labels. It sorts
+// them by hash.
+func duplicates(outs []output) bool {
+	slices.SortFunc(outs, func(a, b output) int { return cmp.Compare(a.hash, b.hash) })
+	for i := 1; i < len(outs); i++ {
+		for j := i - 1; j >= 0 && outs[j].hash == outs[i].hash; j-- {
+			if labels.Equal(outs[j].lset, outs[i].lset) {
+				return true
+			}
+		}
 	}
+	return false
+}
+
+// start loads and windows the series of batch, and returns the function
+// that waits until that is done. The workers take them in goroutines of
+// their own if they are strata's series: their chunks are in memory, or
+// mapped, by the time Select returns them, and reading them concurrently
+// with each other and with the series set is safe. Other storage
+// (Prometheus' TSDB in tests) may share a reader between the iterators of
+// its series: its series are loaded one at a time, here, before start
+// returns.
+func (ev *evaluator) start(batch []seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) (wait func()) {
 	var next atomic.Int64
 	work := func(se *seriesEval) {
 		for i := next.Add(1) - 1; i < int64(len(batch)); i = next.Add(1) - 1 {
 			se.do(&batch[i], st, offset, rng, fn)
 		}
 	}
+	if slices.ContainsFunc(batch, func(sl seriesSlot) bool { _, ok := sl.series.(*stratachunkenc.Series); return !ok }) {
+		work(ev.workers[0])
+		return func() {}
+	}
 	var wg sync.WaitGroup
-	for _, se := range workers[1:] {
+	for _, se := range ev.workers[:min(len(ev.workers), len(batch))] {
 		wg.Go(func() { work(se) })
 	}
-	work(workers[0])
-	wg.Wait()
+	return wg.Wait
 }
 
 // do loads the series of sl and computes its windows.
@@ -299,7 +362,10 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 	clear(sl.has)
 	ts := ev.ts
 	selRange := rng.Milliseconds()
-	w := window{ts: ts, vs: ev.vs, resets: ev.resets, rangeMs: (rng + offset).Milliseconds(), offsetMs: offset.Milliseconds(), rangeSeconds: rng.Seconds()}
+	// The window is the worker's, so that passing it to fn does not
+	// allocate.
+	w := &ev.w
+	*w = window{ts: ts, vs: ev.vs, resets: ev.resets, rangeMs: (rng + offset).Milliseconds(), offsetMs: offset.Milliseconds(), rangeSeconds: rng.Seconds()}
 	got := 0
 	for k := range n {
 		w.at = st.at(k)
@@ -314,7 +380,7 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 		if w.lo == w.hi {
 			continue
 		}
-		if v, ok := fn(&w); ok {
+		if v, ok := fn(w); ok {
 			sl.vals[k], sl.has[k] = v, true
 			got++
 		}

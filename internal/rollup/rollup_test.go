@@ -398,3 +398,25 @@ func TestErrorsAsEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicates checks the duplicate check on results whose hashes
+// collide: equal hashes alone are not duplicates, equal labels are,
+// wherever they are among the results.
+func TestDuplicates(t *testing.T) {
+	a, b, c := labels.FromStrings("x", "1"), labels.FromStrings("x", "2"), labels.FromStrings("x", "3")
+	for _, tc := range []struct {
+		outs []output
+		want bool
+	}{
+		{nil, false},
+		{[]output{{1, a}, {2, b}, {3, c}}, false},
+		{[]output{{7, a}, {7, b}, {7, c}}, false},
+		{[]output{{7, a}, {7, b}, {7, a}}, true},
+		{[]output{{9, c}, {7, a}, {8, b}, {7, b}, {7, a}}, true},
+		{[]output{{5, a}, {6, b}, {5, c}, {6, a}}, false},
+	} {
+		if got := duplicates(slices.Clone(tc.outs)); got != tc.want {
+			t.Errorf("duplicates(%v) = %v, want %v", tc.outs, got, tc.want)
+		}
+	}
+}
