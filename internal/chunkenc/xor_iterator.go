@@ -265,6 +265,11 @@ func (it *XORIterator) appendFast(ts []int64, vs []float64, maxt int64, limit in
 	if n := uint16(min(limit, math.MaxUint16)); end-read > n {
 		end = read + n
 	}
+	// Samples are stored by index into the room the caller made for
+	// them: append's capacity checks on two slices cost a sixth of the time.
+	n0 := len(ts)
+	ot, ov := ts[n0:n0+int(end-read)], vs[n0:n0+int(end-read)]
+	j := 0
 	for read < end && len(stream) >= 8 {
 		// bitReader.fill: at least 57 bits.
 		buf |= binary.BigEndian.Uint64(stream) >> (valid & 63)
@@ -320,8 +325,10 @@ func (it *XORIterator) appendFast(ts []int64, vs []float64, maxt int64, limit in
 			past = true
 			break
 		}
-		ts, vs = append(ts, t), append(vs, math.Float64frombits(v))
+		ot[j], ov[j] = t, math.Float64frombits(v)
+		j++
 	}
+	ts, vs = ts[:n0+j], vs[:n0+j]
 	it.br.stream, it.br.buf, it.br.valid = stream, buf, uint8(valid)
 	it.t, it.tDelta, it.v = t, dt, v
 	it.leading, it.sigbits = uint8(leading), uint8(sigbits)
