@@ -33,9 +33,7 @@ func BenchmarkAppend(b *testing.B) {
 		// Values that change at every sample: open chunks fill and
 		// write their parts out (see spillOpen).
 		b.Run(fmt.Sprintf("series=%d/chunks=files/values=noisy", nseries), func(b *testing.B) {
-			benchmarkAppend(b, nseries, true, func(i int, ts int64) float64 {
-				return float64(uint32((i+1)*int(ts/15000+7)*2654435761)) / 1000
-			})
+			benchmarkAppend(b, nseries, true, func(i int, ts int64) float64 { return noisyValue(i, int(ts/15000)) })
 		})
 	}
 }

@@ -36,7 +36,7 @@ func BenchmarkSeriesMemory(b *testing.B) {
 		return lsets
 	}
 	unique, shared := lsetsOf(1), lsetsOf(100)
-	noisy := func(i, j int) float64 { return float64(uint32((i+1)*(j+7)*2654435761)) / 1000 }
+	noisy := noisyValue
 	steady := func(i, j int) float64 { return float64(i + j) }
 	for _, c := range []struct {
 		values  string
@@ -88,3 +88,7 @@ func BenchmarkSeriesMemory(b *testing.B) {
 		})
 	}
 }
+
+// noisyValue is the value of series i at its j-th sample in benchmarks
+// whose values change at every sample, as gauges of full precision do.
+func noisyValue(i, j int) float64 { return float64(uint32((i+1)*(j+7)*2654435761)) / 1000 }
