@@ -573,47 +573,83 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	}
 	j0 := j
 	// The timestamps, and the values' residuals, read from a copy of the
-	// chunk with zeros after it, so that a load may go past the end: no
-	// sample reads more than 32 bytes after where it starts, and one that
-	// starts past the end means a truncated chunk.
+	// chunk with zeros after it, so that a load may go past the end: what
+	// is read from one position checked to be in the chunk ends within
+	// decimalPad bytes of it, and a position past the end means a
+	// truncated chunk.
 	if !it.padded {
 		it.pad = append(append(it.pad[:0], it.br.stream...), make([]byte, decimalPad)...)
 		it.padded = true
 	}
 	b, pos, end := it.pad, it.pos, uint(len(it.br.stream))*8
 	tw, vw := uint(it.tw), uint(it.vw)
-	// Both residuals of a sample are read with one load of nine bytes
-	// where they fit in 64 bits and neither is escaped; else one at a
-	// time.
+	// Where a sample's two residuals take at most 32 bits, the 64 bits
+	// from pos hold per samples, each taken from the top of the word
+	// unless escaped; where at most 64, one sample. An escaped sample, or
+	// one whose residuals take more, is read a column at a time.
 	both := tw + vw
-	shift, tshift, vshift, vmask := (64-both)&63, (64-tw)&63, (64-vw)&63, uint64(1)<<vw-1
+	per := 0
+	if both != 0 && both <= 64 {
+		per = int(64 / both)
+	}
+	shift, vmask := (64-both)&63, uint64(1)<<vw-1
 	tesc, vesc := escapeOf(it.tw), escapeOf(it.vw)
-	for ; j < n; j++ {
+	if both == 0 {
+		for ; j < n; j++ {
+			t += dt
+			ot[j], res[j] = t, 0
+		}
+	}
+	for j < n {
 		if pos > end {
 			return ts[:n0], vs[:n0], false
 		}
 		var tr, vr uint64
-		if x := bitsFrom(b, pos) >> shift; both-1 < 64 && x>>vw != tesc && x&vmask != vesc {
+		if per >= 2 && tw == 0 {
+			// Regular timestamps: every residual of theirs is zero.
+			word := bitsFrom(b, pos)
+			for k := min(j+per, n); j < k; j++ {
+				vr = word >> shift
+				if vr == vesc {
+					break
+				}
+				word <<= vw
+				pos += vw
+				t += dt
+				ot[j], res[j] = t, vr
+			}
+			if j == n || vr != vesc {
+				continue
+			}
+			tr, vr, pos = readColumns(b, pos, tw, vw)
+		} else if per >= 2 {
+			word := bitsFrom(b, pos)
+			for k := min(j+per, n); j < k; j++ {
+				x := word >> shift
+				tr, vr = x>>vw, x&vmask
+				if tr == tesc || vr == vesc {
+					break
+				}
+				word <<= both
+				pos += both
+				dt += unzigzag(tr)
+				t += dt
+				ot[j], res[j] = t, vr
+			}
+			if j == n || tr != tesc && vr != vesc {
+				continue
+			}
+			tr, vr, pos = readColumns(b, pos, tw, vw)
+		} else if x := bitsFrom(b, pos) >> shift; per == 1 && x>>vw != tesc && x&vmask != vesc {
 			tr, vr = x>>vw, x&vmask
 			pos += both
 		} else {
-			if tw != 0 {
-				tr, pos = bitsFrom(b, pos)>>tshift, pos+tw
-				if tr == tesc && tw != 64 {
-					tr, pos = bitsFrom(b, pos), pos+64
-				}
-			}
-			if vw != 0 {
-				vr, pos = bitsFrom(b, pos)>>vshift, pos+vw
-				if vr == vesc && vw != 64 {
-					vr, pos = bitsFrom(b, pos), pos+64
-				}
-			}
+			tr, vr, pos = readColumns(b, pos, tw, vw)
 		}
 		dt += unzigzag(tr)
 		t += dt
-		ot[j] = t
-		res[j] = vr
+		ot[j], res[j] = t, vr
+		j++
 	}
 	if pos > end || (k0+n == int(it.num) && !decimalEndOK(it.br.stream, pos)) {
 		return ts[:n0], vs[:n0], false
@@ -677,9 +713,30 @@ func escapeOf(w uint8) uint64 {
 	return 1<<w - 1
 }
 
+// readColumns reads a sample's residuals at bit pos of b, which must
+// hold 32 bytes from pos/8, at widths tw and vw (see bestWidth), and
+// returns them and where the next sample starts.
+func readColumns(b []byte, pos, tw, vw uint) (tr, vr uint64, next uint) {
+	if tw != 0 {
+		tr, pos = bitsFrom(b, pos)>>(64-tw), pos+tw
+		if tw != 64 && tr == 1<<tw-1 {
+			tr, pos = bitsFrom(b, pos), pos+64
+		}
+	}
+	if vw != 0 {
+		vr, pos = bitsFrom(b, pos)>>(64-vw), pos+vw
+		if vw != 64 && vr == 1<<vw-1 {
+			vr, pos = bitsFrom(b, pos), pos+64
+		}
+	}
+	return tr, vr, pos
+}
+
 // decimalPad is how many zero bytes AppendSamples reads the chunk with
-// after its end: a sample reads at most four residuals' worth (two
-// escaped ones) past where it starts, 32 bytes, through loads of nine.
+// after its end. From a position it checks, it reads a word of 64 bits
+// and then, at most 64 bits on, a sample of two escaped residuals
+// (2x64 bits and the widths, at most 64 together): 32 bytes after the
+// position, and the last through a load of nine.
 const decimalPad = 48
 
 // bitsFrom returns the 64 bits at bit offset pos of b, which must hold

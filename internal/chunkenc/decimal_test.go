@@ -38,6 +38,10 @@ func decimalCases() map[string][]sample {
 		"outlier dod":       series(120, regularTs, func(i int) float64 { return float64(i*10) + float64(i/119)*1e15 }),
 		"fifteen digits":    series(30, regularTs, func(i int) float64 { return float64(i+1) / 1e15 }),
 		"zero then numbers": series(30, regularTs, func(i int) float64 { return float64(i) / 4 }),
+		// A scrape 3 s late among jittered ones escapes a timestamp residual.
+		"late scrape": series(120, func(i int) int64 { return jitter(i) + int64(i/60)*3000 }, func(i int) float64 { return float64(i % 9) }),
+		"raw values":  series(120, regularTs, func(int) float64 { return 40 + rng.Float64()*10 }),
+		"random bits": series(120, jitter, func(int) float64 { return math.Float64frombits(rng.Uint64()) }),
 	}
 }
 
@@ -313,13 +317,28 @@ func BenchmarkDecimalIterate(b *testing.B) {
 }
 
 // BenchmarkDecimalAppendSamples is BenchmarkDecimalIterate through AppendSamples,
-// the loop range queries decode with.
+// the loop range queries decode with; block=joined is a block's chunk:
+// JoinSamples samples at a regular interval, as aligned scrapes give.
 //
 //	go test -run=NONE -bench='BenchmarkDecimalIterate|BenchmarkDecimalAppendSamples' -benchmem -count=6 ./internal/chunkenc/
 func BenchmarkDecimalAppendSamples(b *testing.B) {
 	for _, kind := range benchKinds {
 		b.Run("kind="+kind, func(b *testing.B) {
 			benchmarkAppendSamples(b, &DecimalIterator{}, densifiedBenchChunk(b, kind))
+		})
+	}
+	for _, kind := range benchKinds {
+		b.Run("kind="+kind+"/block=joined", func(b *testing.B) {
+			samples := realisticSeries(kind, JoinSamples, 1)
+			for i := range samples {
+				samples[i].t = samples[0].t + int64(i)*15000
+			}
+			var d Densifier
+			chunk, ok := d.Densify(encode(samples).Bytes())
+			if !ok {
+				b.Fatal("not densified")
+			}
+			benchmarkAppendSamples(b, &DecimalIterator{}, chunk)
 		})
 	}
 }

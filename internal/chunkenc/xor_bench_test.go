@@ -1,6 +1,7 @@
 package chunkenc
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 )
@@ -91,20 +92,23 @@ func benchmarkAppendSamples(b *testing.B, it bulkDecoder, chunk []byte) {
 	var ts []int64
 	var vs []float64
 	var sum float64
+	n := int(binary.BigEndian.Uint16(chunk))
 	b.ReportAllocs()
 	for b.Loop() {
 		it.Reset(chunk)
 		var ok bool
-		if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64, math.MaxInt); !ok || len(vs) != benchChunkSamples {
+		if ts, vs, ok = it.AppendSamples(ts[:0], vs[:0], math.MaxInt64, math.MaxInt); !ok || len(vs) != n {
 			b.Fatal("not decoded")
 		}
 		sum += vs[len(vs)-1]
 	}
-	reportPerSample(b, len(chunk))
+	reportSamples(b, len(chunk), n)
 	_ = sum
 }
 
-func reportPerSample(b *testing.B, chunkBytes int) {
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchChunkSamples), "ns/sample")
-	b.ReportMetric(float64(chunkBytes)/benchChunkSamples, "B/sample")
+func reportPerSample(b *testing.B, chunkBytes int) { reportSamples(b, chunkBytes, benchChunkSamples) }
+
+func reportSamples(b *testing.B, chunkBytes, samples int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*samples), "ns/sample")
+	b.ReportMetric(float64(chunkBytes)/float64(samples), "B/sample")
 }
