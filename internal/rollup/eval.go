@@ -311,14 +311,19 @@ func (ev *seriesEval) load(it chunkenc.Iterator) error {
 			return errWhole
 		}
 		// Staleness markers are rare: until the first, the samples stay
-		// where they are.
-		k := slices.IndexFunc(vs, value.IsStaleNaN)
-		if k < 0 {
-			k = len(vs)
-		}
-		for j := 1; j < k; j++ {
-			if vs[j] < vs[j-1] {
-				ev.resets = append(ev.resets, j)
+		// where they are, and one pass finds the resets and the marker
+		// (a NaN is below no value).
+		k := 0
+		if len(vs) > 0 && !value.IsStaleNaN(vs[0]) {
+			prev := vs[0]
+			for k = 1; k < len(vs); k++ {
+				v := vs[k]
+				if v < prev {
+					ev.resets = append(ev.resets, k)
+				} else if math.Float64bits(v) == value.StaleNaN {
+					break
+				}
+				prev = v
 			}
 		}
 		for j := k; j < len(vs); j++ {
@@ -371,8 +376,16 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 		w.at = st.at(k)
 		maxt := w.at - w.offsetMs
 		mint := maxt - selRange
+		// A step moves a window by a sample or two, or by many: it steps
+		// through the next five, and searches past them.
+		if w.hi+4 < len(ts) && ts[w.hi+4] <= maxt {
+			w.hi = search(ts, w.hi+5, maxt)
+		}
 		for w.hi < len(ts) && ts[w.hi] <= maxt {
 			w.hi++
+		}
+		if w.lo+4 < w.hi && ts[w.lo+4] <= mint {
+			w.lo = search(ts[:w.hi], w.lo+5, mint)
 		}
 		for w.lo < w.hi && ts[w.lo] <= mint {
 			w.lo++
@@ -386,6 +399,27 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 		}
 	}
 	return got
+}
+
+// search returns the first index from lo on of a sample after t, in ts
+// sorted, or len(ts), for a window that moves by many samples: it
+// strides from lo, doubling, and searches the last stride.
+func search(ts []int64, lo int, t int64) int {
+	stride := 8
+	for lo+stride < len(ts) && ts[lo+stride] <= t {
+		lo += stride + 1
+		stride *= 2
+	}
+	hi := min(lo+stride, len(ts))
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ts[m] <= t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // window is a step's window of a loaded series: samples lo to hi-1.

@@ -420,3 +420,26 @@ func TestDuplicates(t *testing.T) {
 		}
 	}
 }
+
+// TestSearch checks search against a linear scan, from every start, for
+// times before, between, at and after the samples.
+func TestSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 5, 6, 40, 300} {
+		ts := make([]int64, n)
+		for i := range ts {
+			ts[i] = int64(i)*10 + rng.Int64N(3)*3
+		}
+		for lo := 0; lo <= n; lo++ {
+			for tt := int64(-5); tt <= int64(n)*10+5; tt += 2 {
+				want := lo
+				for want < n && ts[want] <= tt {
+					want++
+				}
+				if got := search(ts, lo, tt); got != want {
+					t.Fatalf("n %d: search(from %d, t %d) = %d, want %d", n, lo, tt, got, want)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package rollup
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+)
+
+// BenchmarkSeriesEval loads a counter scraped every 15 s from a block's
+// chunks (decimal, JoinSamples samples each) and computes rate(...[5m])
+// at 240 steps: a worker's part of a dashboard's range query, over 2 h
+// and over 24 h.
+//
+//	go test -run=NONE -bench=BenchmarkSeriesEval -benchmem -count=6 ./internal/rollup/
+func BenchmarkSeriesEval(b *testing.B) {
+	for _, span := range []time.Duration{2 * time.Hour, 24 * time.Hour} {
+		b.Run(fmt.Sprintf("span=%v", span), func(b *testing.B) {
+			const interval = int64(15000)
+			n := int(span.Milliseconds() / interval)
+			series := counterSeries(b, n, interval)
+			st := steps{start: 0, end: span.Milliseconds(), interval: span.Milliseconds() / 240}
+			se := &seriesEval{}
+			sl := &seriesSlot{series: series}
+			fn := windowFuncs["rate"]
+			b.ReportAllocs()
+			for b.Loop() {
+				se.do(sl, st, 0, 5*time.Minute, fn)
+				if sl.err != nil || sl.got == 0 {
+					b.Fatal(sl.err, sl.got)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
+		})
+	}
+}
+
+// counterSeries is a counter of n samples interval ms apart from 0, with
+// values in hundredths, in decimal chunks of chunkenc.JoinSamples.
+func counterSeries(b *testing.B, n int, interval int64) *chunkenc.Series {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := &chunkenc.Series{MinT: 0, MaxT: int64(n-1) * interval}
+	var d chunkenc.Densifier
+	c := 0
+	for i := 0; i < n; i += chunkenc.JoinSamples {
+		ch := chunkenc.NewXORChunk()
+		k := min(n-i, chunkenc.JoinSamples)
+		for j := range k {
+			c += rng.IntN(500)
+			ch.Append(int64(i+j)*interval, float64(c)/100)
+		}
+		data, ok := d.Densify(ch.Bytes())
+		if !ok {
+			b.Fatal("not densified")
+		}
+		s.Chunks = append(s.Chunks, chunkenc.Meta{Data: append([]byte(nil), data...), MinT: int64(i) * interval, MaxT: int64(i+k-1) * interval, Enc: chunkenc.EncDecimal})
+	}
+	return s
+}
