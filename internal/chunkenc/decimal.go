@@ -674,10 +674,12 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		}
 	}
 	it.pos, it.t, it.dt, it.m, it.dm, it.read = pos, t, dt, m, dm, uint16(k0+n)
-	for k, t := range ot {
-		if t > maxt {
-			n = k
-			break
+	if maxt != math.MaxInt64 {
+		for k, t := range ot {
+			if t > maxt {
+				n = k
+				break
+			}
 		}
 	}
 	// The values.

@@ -239,8 +239,12 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 		if c.MaxT < si.mint || c.MinT > si.maxt {
 			continue
 		}
-		n := len(ts)
-		if ts, vs, err = appendChunk(si.floatDecoder(c.Enc), c.Data, si.maxt, ts, vs); err != nil {
+		// A chunk that ends by maxt is read whole, unchecked.
+		n, maxt := len(ts), si.maxt
+		if c.MaxT <= maxt {
+			maxt = math.MaxInt64
+		}
+		if ts, vs, err = appendChunk(si.floatDecoder(c.Enc), c.Data, maxt, ts, vs); err != nil {
 			si.i, si.inChunk, si.err, si.done = i, true, err, true
 			return ts, vs, true, err
 		}
