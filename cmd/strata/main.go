@@ -54,6 +54,7 @@ func main() {
 	cfg.server.Version = version
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGOGC)
+		keepGCHeadroom(defaultGOGC)
 	}
 	if cfg.memLimitRatio > 0 {
 		// As Prometheus does (--auto-gomemlimit): the cgroup's limit, or
