@@ -1,8 +1,8 @@
 // Package rollup evaluates the part of PromQL queries that dashboards
 // spend their time in, a function of a range vector (rate, increase,
 // irate, delta, idelta, changes, resets, sum_over_time, avg_over_time,
-// min_over_time, max_over_time, count_over_time) and the sum, avg, min,
-// max, count and group of it,
+// min_over_time, max_over_time, count_over_time) or an instant vector
+// selector, and the sum, avg, min, max, count and group of it,
 // one series at a time over all the steps of a query, and leaves the rest
 // of the query to Prometheus' engine. The answers are Prometheus' own,
 // bit for bit.
@@ -18,11 +18,13 @@
 // engine does, without copying it. An aggregation is summed as the
 // engine sums it, series by series in the order the engine would see
 // them, with the same Kahan summation, so even its rounding is the
-// engine's.
+// engine's. A selector's value at a step is the last sample of its
+// lookback window unless that is a staleness marker, as the engine
+// finds it by seeking to each step.
 //
 // How the two engines share a query: Engine parses the query and finds
 // each outermost expression it evaluates (an "inner"), replacing its text
-// in the query with a selector of the same length, {__rollup__="N"} and
+// in the query with a selector of the same length, {__r="N"} and
 // spaces, so every position in the query (which annotations quote) stays
 // where it was. Prometheus' engine runs the rewritten query over a
 // Queryable that serves the selector from the inner's result: a series a

@@ -30,7 +30,13 @@ type Options struct {
 	// query. Its queries run whole in Engine: it changes what rate's
 	// results carry.
 	DelayedNameRemoval bool
+	// LookbackDelta is Engine's lookback for queries whose options do not
+	// set one; 0 means Prometheus' default, 5m.
+	LookbackDelta time.Duration
 }
+
+// defaultLookbackDelta is Prometheus' engine's lookback unless set.
+const defaultLookbackDelta = 5 * time.Minute
 
 // Engine is a promql.QueryEngine that evaluates the inners of a query
 // (see the package comment) itself and the rest in Prometheus' engine.
@@ -44,6 +50,9 @@ type Engine struct {
 func New(opts Options) *Engine {
 	if opts.Parser == nil {
 		opts.Parser = parser.NewParser(parser.Options{})
+	}
+	if opts.LookbackDelta <= 0 {
+		opts.LookbackDelta = defaultLookbackDelta
 	}
 	return &Engine{opts: opts}
 }
@@ -72,6 +81,11 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 	if pl == nil {
 		return whole(q, qs)
 	}
+	// The lookback of the query's selectors, as the engine takes it.
+	lookback := e.opts.LookbackDelta
+	if opts != nil && opts.LookbackDelta() > 0 {
+		lookback = opts.LookbackDelta()
+	}
 	v := &virtual{Queryable: q, steps: steps{start: timestamp.FromTime(start), end: timestamp.FromTime(end), interval: interval.Milliseconds()}}
 	rewritten, err := whole(v, pl.rewritten)
 	if err != nil {
@@ -79,7 +93,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		return whole(q, qs)
 	}
 	return &query{
-		Query: rewritten, plan: pl, virtual: v, qs: qs, maxSamples: e.opts.MaxSamples, taken: &e.taken,
+		Query: rewritten, plan: pl, virtual: v, qs: qs, maxSamples: e.opts.MaxSamples, lookback: lookback, taken: &e.taken,
 		whole: func() (promql.Query, error) { return whole(q, qs) },
 	}, nil
 }
@@ -93,6 +107,7 @@ type query struct {
 	virtual      *virtual
 	qs           string
 	maxSamples   int
+	lookback     time.Duration
 	whole        func() (promql.Query, error)
 	taken        *atomic.Int64
 
@@ -116,7 +131,7 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 	defer evaluators.Put(ev)
 	ev.maxSamples = q.maxSamples
 	for _, in := range q.plan.inners {
-		res, ws, err := ev.eval(ctx, q.virtual.Queryable, in, q.virtual.steps)
+		res, ws, err := ev.eval(ctx, q.virtual.Queryable, in, q.virtual.steps, q.lookback)
 		if err != nil {
 			// errWhole, or the query was canceled or timed out, or the
 			// storage failed: the engine reports each its own way.

@@ -114,19 +114,30 @@ const batchSeries = 64
 // series and takes the results of the one before: reading series
 // (labels, chunk lists) and aggregating results left a core idle while
 // they ran.
-func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, st steps) (*result, annotations.Annotations, error) {
-	offset := in.vs.OriginalOffset
-	selRange := in.ms.Range.Milliseconds()
+func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, st steps, lookback time.Duration) (*result, annotations.Annotations, error) {
+	wd := windowing{st: st, offset: in.vs.OriginalOffset}
+	var funcName string
+	if in.call != nil {
+		funcName = in.call.Func.Name
+		wd.rng, wd.fn = in.ms.Range, windowFuncs[funcName]
+	} else {
+		// A selector's value at a step is the last sample of its
+		// lookback window, staleness markers included.
+		wd.rng, wd.fn, wd.keepStale = lookback, lastValue, true
+	}
 	// The samples the engine's selector reads: those of every step's
 	// window, (ts-offset-range, ts-offset].
-	mint := st.start - offset.Milliseconds() - selRange
-	maxt := st.end - offset.Milliseconds()
+	mint := st.start - wd.offset.Milliseconds() - wd.rng.Milliseconds()
+	maxt := st.end - wd.offset.Milliseconds()
 	querier, err := q.Querier(mint, maxt)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer querier.Close()
-	hints := &storage.SelectHints{Start: mint, End: maxt, Step: st.interval, Range: selRange, Func: in.call.Func.Name}
+	hints := &storage.SelectHints{Start: mint, End: maxt, Step: st.interval, Func: funcName}
+	if in.ms != nil {
+		hints.Range = in.ms.Range.Milliseconds()
+	}
 	if in.agg != nil {
 		hints.By, hints.Grouping = !in.agg.Without, in.agg.Grouping
 	}
@@ -144,8 +155,7 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 	if in.agg != nil {
 		agg = newAggregator(in.agg, n)
 	}
-	fn := windowFuncs[in.call.Func.Name]
-	isCounterFunc := in.call.Func.Name == "rate" || in.call.Func.Name == "increase"
+	isCounterFunc := funcName == "rate" || funcName == "increase"
 	if ev.workers == nil {
 		for range max(runtime.GOMAXPROCS(0), 1) {
 			ev.workers = append(ev.workers, &seriesEval{})
@@ -173,7 +183,10 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 			if name := lset.Get(labels.MetricName); isCounterFunc && name != "" && !counterName(name) {
 				annos.Add(annotations.NewPossibleNonCounterInfo(name, in.call.Args[0].PositionRange()))
 			}
-			out := lset.DropReserved(schema.IsMetadataLabel)
+			out := lset
+			if in.call != nil {
+				out = lset.DropReserved(schema.IsMetadataLabel)
+			}
 			ev.outputs = append(ev.outputs, output{hash: out.Hash(), lset: out})
 			if agg != nil {
 				agg.add(out, sl.vals, sl.has)
@@ -211,7 +224,7 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 		wait()
 		wait = func() {}
 		if len(cur) > 0 {
-			wait = ev.start(cur, st, offset, in.ms.Range, fn)
+			wait = ev.start(cur, wd)
 		}
 		if prev != nil {
 			if err := take(prev); err != nil {
@@ -259,11 +272,11 @@ func duplicates(outs []output) bool {
 // (Prometheus' TSDB in tests) may share a reader between the iterators of
 // its series: its series are loaded one at a time, here, before start
 // returns.
-func (ev *evaluator) start(batch []seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) (wait func()) {
+func (ev *evaluator) start(batch []seriesSlot, wd windowing) (wait func()) {
 	var next atomic.Int64
 	work := func(se *seriesEval) {
 		for i := next.Add(1) - 1; i < int64(len(batch)); i = next.Add(1) - 1 {
-			se.do(&batch[i], st, offset, rng, fn)
+			se.do(&batch[i], wd)
 		}
 	}
 	if slices.ContainsFunc(batch, func(sl seriesSlot) bool { _, ok := sl.series.(*stratachunkenc.Series); return !ok }) {
@@ -277,11 +290,21 @@ func (ev *evaluator) start(batch []seriesSlot, st steps, offset, rng time.Durati
 	return wg.Wait
 }
 
+// windowing is what the workers compute of each series: fn over the
+// windows of range rng, offset, at each step of st. keepStale keeps the
+// staleness markers in the loaded samples, for a selector's lookback.
+type windowing struct {
+	st          steps
+	offset, rng time.Duration
+	fn          windowFunc
+	keepStale   bool
+}
+
 // do loads the series of sl and computes its windows.
-func (se *seriesEval) do(sl *seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) {
+func (se *seriesEval) do(sl *seriesSlot, wd windowing) {
 	se.it = sl.series.Iterator(se.it)
-	if sl.err = se.load(se.it); sl.err == nil {
-		sl.got = se.windows(sl, st, offset, rng, fn)
+	if sl.err = se.load(se.it, wd.keepStale); sl.err == nil {
+		sl.got = se.windows(sl, wd)
 	}
 }
 
@@ -299,8 +322,9 @@ type floatsAppender interface {
 }
 
 // load reads a series' float samples into ts and vs, leaving out
-// staleness markers as range selectors do, and finds its counter resets.
-func (ev *seriesEval) load(it chunkenc.Iterator) error {
+// staleness markers as range selectors do, and finds its counter resets;
+// or, with keepStale, all samples as they are, without resets.
+func (ev *seriesEval) load(it chunkenc.Iterator, keepStale bool) error {
 	ev.ts, ev.vs, ev.resets = ev.ts[:0], ev.vs[:0], ev.resets[:0]
 	if fa, ok := it.(floatsAppender); ok {
 		ts, vs, ok, err := fa.AppendFloats(ev.ts, ev.vs)
@@ -309,6 +333,10 @@ func (ev *seriesEval) load(it chunkenc.Iterator) error {
 		}
 		if !ok {
 			return errWhole
+		}
+		if keepStale {
+			ev.ts, ev.vs = ts, vs
+			return nil
 		}
 		// Staleness markers are rare: until the first, the samples stay
 		// where they are, and one pass finds the resets and the marker
@@ -345,6 +373,10 @@ func (ev *seriesEval) load(it chunkenc.Iterator) error {
 			return errWhole
 		}
 		t, v := it.At()
+		if keepStale {
+			ev.ts, ev.vs = append(ev.ts, t), append(ev.vs, v)
+			continue
+		}
 		if value.IsStaleNaN(v) {
 			continue
 		}
@@ -360,7 +392,8 @@ func (ev *seriesEval) load(it chunkenc.Iterator) error {
 // windows fills sl's vals and has with fn of the loaded series over each
 // step's window, the samples in (ts-offset-range, ts-offset], and
 // returns the number of steps with a value.
-func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duration, fn windowFunc) int {
+func (ev *seriesEval) windows(sl *seriesSlot, wd windowing) int {
+	st, offset, rng := wd.st, wd.offset, wd.rng
 	n := st.count()
 	sl.vals = slices.Grow(sl.vals[:0], n)[:n]
 	sl.has = slices.Grow(sl.has[:0], n)[:n]
@@ -393,7 +426,7 @@ func (ev *seriesEval) windows(sl *seriesSlot, st steps, offset, rng time.Duratio
 		if w.lo == w.hi {
 			continue
 		}
-		if v, ok := fn(w); ok {
+		if v, ok := wd.fn(w); ok {
 			sl.vals[k], sl.has[k] = v, true
 			got++
 		}
@@ -460,6 +493,13 @@ var windowFuncs = map[string]windowFunc{
 		return extremeOverTime(w, func(cur, x float64) bool { return cur > x })
 	},
 	"count_over_time": func(w *window) (float64, bool) { return float64(w.hi - w.lo), true },
+}
+
+// lastValue is an instant vector selector's value at a step: the last
+// sample of its lookback window, or none if that is a staleness marker.
+func lastValue(w *window) (float64, bool) {
+	v := w.vs[w.hi-1]
+	return v, !value.IsStaleNaN(v)
 }
 
 // extrapolatedRate is the rate (isCounter, isRate), increase (isCounter)

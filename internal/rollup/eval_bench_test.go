@@ -24,10 +24,10 @@ func BenchmarkSeriesEval(b *testing.B) {
 			st := steps{start: 0, end: span.Milliseconds(), interval: span.Milliseconds() / 240}
 			se := &seriesEval{}
 			sl := &seriesSlot{series: series}
-			fn := windowFuncs["rate"]
+			wd := windowing{st: st, rng: 5 * time.Minute, fn: windowFuncs["rate"]}
 			b.ReportAllocs()
 			for b.Loop() {
-				se.do(sl, st, 0, 5*time.Minute, fn)
+				se.do(sl, wd)
 				if sl.err != nil || sl.got == 0 {
 					b.Fatal(sl.err, sl.got)
 				}

@@ -10,15 +10,18 @@ import (
 
 // markerLabel is the label of the selectors that stand for inners in a
 // rewritten query. Names starting with two underscores are reserved for
-// internal use, so no user's selector matches on it.
-const markerLabel = "__rollup__"
+// internal use, so no user's selector matches on it; it is short so that
+// the marker, {__r="N"}, fits in the text of a selector such as
+// node_load1.
+const markerLabel = "__r"
 
 // inner is an expression this package evaluates: a function of
-// windowFuncs over a matrix selector, possibly aggregated.
+// windowFuncs over a matrix selector, or an instant vector selector
+// alone, possibly aggregated.
 type inner struct {
-	agg  *parser.AggregateExpr // nil: the call alone
-	call *parser.Call
-	ms   *parser.MatrixSelector
+	agg  *parser.AggregateExpr  // nil: the call or selector alone
+	call *parser.Call           // nil: the selector alone
+	ms   *parser.MatrixSelector // nil: the selector alone
 	vs   *parser.VectorSelector
 	pos  posrange.PositionRange // of the whole inner in the query
 }
@@ -125,20 +128,30 @@ func innerOf(expr parser.Expr) *inner {
 			expr = p.Expr
 		}
 	}
-	call, ok := expr.(*parser.Call)
-	if !ok || windowFuncs[call.Func.Name] == nil || len(call.Args) != 1 {
+	in := &inner{agg: agg}
+	switch e := expr.(type) {
+	case *parser.VectorSelector:
+		in.vs, in.pos = e, e.PositionRange()
+	case *parser.Call:
+		if windowFuncs[e.Func.Name] == nil || len(e.Args) != 1 {
+			return nil
+		}
+		ms, ok := e.Args[0].(*parser.MatrixSelector)
+		if !ok || ms.RangeExpr != nil {
+			// A range given as an expression is computed by the engine.
+			return nil
+		}
+		vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		in.call, in.ms, in.vs, in.pos = e, ms, vs, e.PositionRange()
+	default:
 		return nil
 	}
-	ms, ok := call.Args[0].(*parser.MatrixSelector)
-	if !ok || ms.RangeExpr != nil {
-		// A range given as an expression is computed by the engine.
+	if in.vs.Anchored || in.vs.Smoothed || in.vs.OriginalOffsetExpr != nil {
 		return nil
 	}
-	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
-	if !ok || vs.Anchored || vs.Smoothed || vs.OriginalOffsetExpr != nil {
-		return nil
-	}
-	in := &inner{agg: agg, call: call, ms: ms, vs: vs, pos: call.PositionRange()}
 	if agg != nil {
 		in.pos = agg.PositionRange()
 	}

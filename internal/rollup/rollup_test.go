@@ -182,6 +182,18 @@ var diffQueries = []string{
 	`avg_over_time(nan_gauge[2m])`,
 	`resets(a_total[10m])`,
 	`irate(h_total[5m])`,
+	`g`,
+	`a_total{i="1"}`,
+	`many_total`,
+	`nan_gauge`,
+	`sum by (j) (a_total)`,
+	`avg without (j) (a_total)`,
+	`max(g offset 2m)`,
+	`count(a_total offset -1m)`,
+	`-g > 20`,
+	`sum by (i) (a_total) / on (i) g`,
+	`h_total`,
+	`mixed_total`,
 }
 
 // TestAgainstEngine runs every diffQueries query, instant and over
@@ -195,13 +207,13 @@ func TestAgainstEngine(t *testing.T) {
 	e := New(Options{Engine: prom, MaxSamples: maxSamples})
 	rng := rand.New(rand.NewPCG(3, 4))
 	ctx := context.Background()
-	run := func(eng promql.QueryEngine, qs string, start, end time.Time, step time.Duration) (*promql.Result, func()) {
+	run := func(eng promql.QueryEngine, qs string, start, end time.Time, step time.Duration, opts promql.QueryOpts) (*promql.Result, func()) {
 		var q promql.Query
 		var err error
 		if step == 0 {
-			q, err = eng.NewInstantQuery(ctx, store, nil, qs, start)
+			q, err = eng.NewInstantQuery(ctx, store, opts, qs, start)
 		} else {
-			q, err = eng.NewRangeQuery(ctx, store, nil, qs, start, end, step)
+			q, err = eng.NewRangeQuery(ctx, store, opts, qs, start, end, step)
 		}
 		if err != nil {
 			return &promql.Result{Err: err}, func() {}
@@ -219,9 +231,14 @@ func TestAgainstEngine(t *testing.T) {
 				start = t0 - 5*60000 + rng.Int64N(dataSpan/2)
 				end = start + rng.Int64N(dataSpan)
 			}
-			name := fmt.Sprintf("%s/%d-%d/%s", qs, start-t0, end-t0, step)
-			want, closeWant := run(prom, qs, timestamp.Time(start), timestamp.Time(end), step)
-			got, closeGot := run(e, qs, timestamp.Time(start), timestamp.Time(end), step)
+			// The last round's selectors look back 2m, as the query asks.
+			var opts promql.QueryOpts
+			if round == 5 {
+				opts = promql.NewPrometheusQueryOpts(false, 2*time.Minute)
+			}
+			name := fmt.Sprintf("%s/%d-%d/%s/round %d", qs, start-t0, end-t0, step, round)
+			want, closeWant := run(prom, qs, timestamp.Time(start), timestamp.Time(end), step, opts)
+			got, closeGot := run(e, qs, timestamp.Time(start), timestamp.Time(end), step, opts)
 			if diff := compareResults(qs, got, want); diff != "" {
 				t.Errorf("%s: %s", name, diff)
 			}
@@ -323,7 +340,17 @@ func TestPlan(t *testing.T) {
 		`topk(3, rate(a_total[5m]))`:                                {`rate(a_total[5m])`},
 		`histogram_quantile(0.9, sum by (le) (rate(x_bucket[5m])))`: {`sum by (le) (rate(x_bucket[5m]))`},
 		`sum(rate(a_total[5m])) / sum(rate(b_total[5m]))`:           {`sum(rate(a_total[5m]))`, `sum(rate(b_total[5m]))`},
-		`rate(x[1m])`:                             nil, // too short for its marker
+		`rate(x[1m])`:                             {`rate(x[1m])`},
+		`up`:                                      nil, // too short for its marker
+		`node_load1`:                              {`node_load1`},
+		`sum by (i) (node_load1)`:                 {`sum by (i) (node_load1)`},
+		`node_load1 offset 5m > 1`:                {`node_load1 offset 5m`},
+		`topk(3, node_load1)`:                     {`node_load1`},
+		`node_free_bytes / node_size_bytes`:       {`node_free_bytes`, `node_size_bytes`},
+		`timestamp(node_load1)`:                   nil,
+		`absent(node_load1)`:                      nil,
+		`node_load1 @ 100`:                        nil,
+		`node_load1 smoothed`:                     nil,
 		`timestamp(rate(a_total[5m]))`:            nil,
 		`absent(rate(a_total[5m]))`:               nil,
 		`irate(a_total[5m])`:                      {`irate(a_total[5m])`},

@@ -244,6 +244,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if cfg.QueryEngine == QueryEngineRollup {
 		rollupEngine = rollup.New(rollup.Options{
 			Engine: engine, Parser: promParser, MaxSamples: cfg.QueryMaxSamples, DelayedNameRemoval: cfg.DelayedNameRemoval,
+			LookbackDelta: cfg.LookbackDelta,
 		})
 	}
 
