@@ -148,12 +148,21 @@ func (ss *seriesSet) Next() bool {
 			chunks []chunkenc.Meta
 			found  bool
 		)
-		for _, m := range ss.metas {
+		for i, m := range ss.metas {
 			if m.MaxT < ss.mint || m.MinT > ss.maxt {
 				continue
 			}
 			if found = true; ss.labelsOnly {
 				break
+			}
+			if chunks == nil {
+				// Room for the chunks at once, rather than growing by
+				// doubling: those in range follow each other.
+				n := 1
+				for n < len(ss.metas)-i && ss.metas[i+n].MinT <= ss.maxt {
+					n++
+				}
+				chunks = make([]chunkenc.Meta, 0, n)
 			}
 			enc, data, err := ss.b.chunks.chunk(m.Ref)
 			if err != nil {

@@ -405,6 +405,15 @@ func (s *memSeries) mint() int64 {
 func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.Meta, []chunkenc.StartTime) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Room for the chunks at once, rather than growing dst by doubling
+	// (a querier's dst is nil for each series).
+	n := 1
+	for _, c := range s.chunks {
+		if c.maxt() >= mint && c.mint <= maxt {
+			n++
+		}
+	}
+	dst = slices.Grow(dst, n)
 	for _, c := range s.chunks {
 		if c.maxt() >= mint && c.mint <= maxt {
 			dst = append(dst, c.meta())
