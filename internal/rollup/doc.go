@@ -37,7 +37,8 @@
 // An inner is taken only where nothing around it can tell the difference:
 // its ancestors are aggregations, binary and unary operators, parentheses
 // and functions of one instant vector's values (histogram_quantile, abs,
-// round, ...), and the query has no @ modifier and no subquery. At
+// round, ...), and the query has no @ modifier, no subquery and no
+// selector on the marker's label. At
 // evaluation, a series with native histogram samples, two results with
 // the same labels (an error from the engine), or more points than the
 // engine's sample limit make Engine run the whole query, unchanged,

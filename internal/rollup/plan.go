@@ -58,7 +58,7 @@ var transparent = map[string]bool{
 // gets nil: Prometheus' engine reports its error.
 func newPlan(p parser.Parser, qs string) *plan {
 	expr, err := p.ParseExpr(qs)
-	if err != nil || usesAtOrSubquery(expr) {
+	if err != nil || usesAtOrSubquery(expr) || matchesMarker(expr) {
 		return nil
 	}
 	pl := &plan{}
@@ -156,6 +156,21 @@ func innerOf(expr parser.Expr) *inner {
 		in.pos = agg.PositionRange()
 	}
 	return in
+}
+
+// matchesMarker reports whether a selector of expr matches on
+// markerLabel: in the rewritten query it would read an inner's result.
+func matchesMarker(expr parser.Expr) bool {
+	found := false
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		if vs, ok := node.(*parser.VectorSelector); ok {
+			for _, m := range vs.LabelMatchers {
+				found = found || m.Name == markerLabel
+			}
+		}
+		return nil
+	})
+	return found
 }
 
 // usesAtOrSubquery reports whether expr has an @ modifier or a subquery

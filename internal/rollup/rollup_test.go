@@ -351,6 +351,7 @@ func TestPlan(t *testing.T) {
 		`absent(node_load1)`:                      nil,
 		`node_load1 @ 100`:                        nil,
 		`node_load1 smoothed`:                     nil,
+		`rate(a_total[5m]) + on () {__r="0"}`:     nil, // a selector on the marker label
 		`timestamp(rate(a_total[5m]))`:            nil,
 		`absent(rate(a_total[5m]))`:               nil,
 		`irate(a_total[5m])`:                      {`irate(a_total[5m])`},
