@@ -58,7 +58,7 @@ var transparent = map[string]bool{
 // gets nil: Prometheus' engine reports its error.
 func newPlan(p parser.Parser, qs string) *plan {
 	expr, err := p.ParseExpr(qs)
-	if err != nil || usesAtOrSubquery(expr) || matchesMarker(expr) {
+	if err != nil || runsWhole(expr) {
 		return nil
 	}
 	pl := &plan{}
@@ -158,30 +158,19 @@ func innerOf(expr parser.Expr) *inner {
 	return in
 }
 
-// matchesMarker reports whether a selector of expr matches on
-// markerLabel: in the rewritten query it would read an inner's result.
-func matchesMarker(expr parser.Expr) bool {
-	found := false
-	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
-		if vs, ok := node.(*parser.VectorSelector); ok {
-			for _, m := range vs.LabelMatchers {
-				found = found || m.Name == markerLabel
-			}
-		}
-		return nil
-	})
-	return found
-}
-
-// usesAtOrSubquery reports whether expr has an @ modifier or a subquery
-// anywhere: both evaluate parts of a query at times other than its
-// steps.
-func usesAtOrSubquery(expr parser.Expr) bool {
+// runsWhole reports whether expr must run whole in the engine: it has
+// an @ modifier or a subquery anywhere, both of which evaluate parts of a
+// query at times other than its steps, or a selector on markerLabel,
+// which in the rewritten query would read an inner's result.
+func runsWhole(expr parser.Expr) bool {
 	found := false
 	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
 		switch n := node.(type) {
 		case *parser.VectorSelector:
 			found = found || n.Timestamp != nil || n.StartOrEnd != 0
+			for _, m := range n.LabelMatchers {
+				found = found || m.Name == markerLabel
+			}
 		case *parser.SubqueryExpr:
 			found = true
 		}
