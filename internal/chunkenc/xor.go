@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"unsafe"
 )
 
 // xorChunkHeaderSize is the size of the big-endian uint16 sample count that
 // starts every XOR chunk.
 const xorChunkHeaderSize = 2
 
-// xorChunkInitialCap is the capacity NewXORChunk gives the byte slice. The
+// xorChunkInitialCap is the capacity a chunk's memory starts with. The
 // head cuts a new chunk about every 120 samples and then reuses the open
 // chunk's memory (Reset), so the slice grows to what a series needs during
 // its first chunk and keeps that capacity for good. Starting small costs a
@@ -47,83 +48,135 @@ const maxLeading = 31
 // appender, or work on a copy. The zero value is not usable; use
 // NewXORChunk.
 //
-// A chunk kept open for long can hand the bytes it has finished to its
-// owner (Detach), who keeps them elsewhere, and then holds in memory only
-// the bytes appended since: the head keeps all but the newest part of an
-// open chunk in a file this way.
+// An XORChunk is an XORAppender and the chunk's last sample, which the
+// appender needs and does not keep.
 type XORChunk struct {
-	t      int64  // last timestamp
-	tDelta int64  // last timestamp delta (wraps like int64 arithmetic)
-	v      uint64 // bits of the last value
-
-	// w.buf is the chunk after its detached bytes: the whole chunk,
-	// header included, until Detach.
-	w bitWriter
-
-	num     uint16 // samples appended; mirrors the header while none is detached
-	leading uint8  // leading zeros of the current XOR window
-	sigbits uint8  // width of the current XOR window; trailing = 64-leading-sigbits
-	// detached is how many of the chunk's leading bytes Detach handed off.
-	detached uint32
+	XORAppender
+	t int64   // last timestamp
+	v float64 // last value
 }
 
 // NewXORChunk returns an empty chunk.
 func NewXORChunk() *XORChunk {
-	// The byte slice is pre-sized for about 120 samples so a typical chunk
-	// never reallocates; see xorChunkInitialCap.
-	buf := make([]byte, xorChunkHeaderSize, xorChunkInitialCap)
-	return &XORChunk{
-		w:       bitWriter{buf: buf},
-		sigbits: 64, // the initial window spans all 64 bits
-	}
+	c := &XORChunk{}
+	c.Reset()
+	return c
 }
 
-// Reset empties the chunk for reuse, keeping its memory. Slices returned
-// by Bytes before must no longer be read: the next Append overwrites them.
-func (c *XORChunk) Reset() {
-	buf := c.w.buf[:xorChunkHeaderSize]
+// Append adds a sample. The caller guarantees that t is greater than the
+// previous sample's timestamp (smaller or equal ones still round-trip, but
+// compress badly) and that the chunk holds fewer than math.MaxUint16
+// samples: Append panics on a full chunk rather than drop the sample.
+//
+// Append allocates only when the chunk's memory has to grow.
+func (c *XORChunk) Append(t int64, v float64) {
+	c.XORAppender.Append(c.t, c.v, t, v)
+	c.t, c.v = t, v
+}
+
+// XORAppender is an open XOR chunk but for its last sample, which Append
+// is given: the head keeps it in each series, which holds that sample
+// anyway, so that an open chunk adds 40 bytes to the series and no object
+// of its own. The zero value is an empty chunk without memory; Reset
+// empties a chunk and keeps its memory.
+//
+// A chunk kept open for long can hand the bytes it has finished to its
+// owner (Detach), who keeps them elsewhere, and then holds in memory only
+// the bytes appended since: the head keeps all but the newest part of an
+// open chunk in a file this way.
+type XORAppender struct {
+	// buf is the chunk's memory: its len bytes in use are the chunk after
+	// its detached bytes (the whole chunk, header included, until Detach),
+	// and cap bytes are allocated. It is a pointer and two lengths rather
+	// than a slice to keep the appender small.
+	buf      *byte
+	tDelta   int64 // last timestamp delta (wraps like int64 arithmetic)
+	len, cap uint32
+	// detached is how many of the chunk's leading bytes Detach handed off.
+	detached uint32
+	num      uint16 // samples appended; mirrors the header while none is detached
+	free     uint8  // unused low bits of the last byte (bitWriter.free)
+	leading  uint8  // leading zeros of the current XOR window
+	sigbits  uint8  // width of the current XOR window; trailing = 64-leading-sigbits
+}
+
+// writer returns the chunk's memory as a bitWriter, for a write to be
+// stored back with setWriter.
+func (a *XORAppender) writer() bitWriter {
+	return bitWriter{buf: unsafe.Slice(a.buf, a.cap)[:a.len], free: a.free}
+}
+
+func (a *XORAppender) setWriter(w *bitWriter) {
+	a.buf, a.len, a.cap, a.free = unsafe.SliceData(w.buf), uint32(len(w.buf)), uint32(cap(w.buf)), w.free
+}
+
+// Reset empties the chunk for reuse, keeping its memory, or giving it
+// some if it has none. Slices returned by Bytes before must no longer be
+// read: the next Append overwrites them.
+func (a *XORAppender) Reset() {
+	// The byte slice is pre-sized for about 120 samples so a typical chunk
+	// never reallocates; see xorChunkInitialCap.
+	buf := unsafe.Slice(a.buf, a.cap)
+	if a.cap < xorChunkHeaderSize {
+		buf = make([]byte, xorChunkInitialCap)
+	}
+	buf = buf[:xorChunkHeaderSize]
 	clear(buf)
-	*c = XORChunk{w: bitWriter{buf: buf}, sigbits: 64}
+	*a = XORAppender{}
+	a.setWriter(&bitWriter{buf: buf})
 }
 
 // NumSamples returns the number of samples appended so far.
-func (c *XORChunk) NumSamples() int { return int(c.num) }
+func (a *XORAppender) NumSamples() int { return int(a.num) }
+
+// Bytes returns the encoded chunk: the header and all samples appended so
+// far, ready for NewXORIterator or to be written out. After Detach, it
+// returns only the bytes after the detached ones (see AppendWhole).
+//
+// The result aliases the chunk's memory and is only a snapshot in length.
+// A later Append rewrites the first two bytes (the sample count) and its
+// last byte in place, and may move the chunk to new memory. A caller that
+// keeps the result across an Append, or reads it while another goroutine
+// appends, must copy it first. Its capacity is its length, so appending to
+// it copies rather than writes into the chunk.
+func (a *XORAppender) Bytes() []byte { return unsafe.Slice(a.buf, a.len) }
 
 // Finished returns the bytes after the detached ones that appends no
 // longer change: all but a partly written last byte. If none is detached
 // yet, they start with the header, holding the sample count of now. The
 // result aliases the chunk's memory, as Bytes does.
-func (c *XORChunk) Finished() []byte {
-	n := len(c.w.buf)
-	if c.w.free != 0 {
+func (a *XORAppender) Finished() []byte {
+	n := a.len
+	if a.free != 0 {
 		n--
 	}
-	return c.w.buf[:n:n]
+	return unsafe.Slice(a.buf, n)
 }
 
 // Detach drops the first n bytes of what Finished returned from the
 // chunk's memory, which keeps its capacity: the caller holds them now.
 // Bytes then returns only the bytes after all detached ones, and Append no
 // longer updates the header.
-func (c *XORChunk) Detach(n int) {
-	if n > len(c.Finished()) {
+func (a *XORAppender) Detach(n int) {
+	if n > len(a.Finished()) {
 		panic("chunkenc: Detach of unfinished bytes")
 	}
-	c.w.buf = c.w.buf[:copy(c.w.buf, c.w.buf[n:])]
-	c.detached += uint32(n)
+	buf := a.Bytes()
+	a.len = uint32(copy(buf, buf[n:]))
+	a.detached += uint32(n)
 }
 
 // Detached returns how many of the chunk's leading bytes were detached.
-func (c *XORChunk) Detached() int { return int(c.detached) }
+func (a *XORAppender) Detached() int { return int(a.detached) }
 
 // AppendWhole appends the whole chunk to dst: detached, the bytes Detach
 // handed off as their holder has them, then those the chunk holds, with
 // the header's sample count set to the chunk's.
-func (c *XORChunk) AppendWhole(dst, detached []byte) []byte {
+func (a *XORAppender) AppendWhole(dst, detached []byte) []byte {
 	start := len(dst)
-	dst = append(dst, detached[:c.detached]...)
-	dst = append(dst, c.w.buf...)
-	SetXORSampleCount(dst[start:], c.NumSamples())
+	dst = append(dst, detached[:a.detached]...)
+	dst = append(dst, a.Bytes()...)
+	SetXORSampleCount(dst[start:], a.NumSamples())
 	return dst
 }
 
@@ -138,59 +191,49 @@ func AppendXORHeader(dst []byte, n int) []byte {
 	return binary.BigEndian.AppendUint16(dst, uint16(n))
 }
 
-// Bytes returns the encoded chunk: the header and all samples appended so
-// far, ready for NewXORIterator or to be written out. After Detach, it
-// returns only the bytes after the detached ones (see AppendWhole).
-//
-// The result aliases the chunk's memory and is only a snapshot in length.
-// A later Append rewrites the first two bytes (the sample count) and its
-// last byte in place, and may move the chunk to new memory. A caller that
-// keeps the result across an Append, or reads it while another goroutine
-// appends, must copy it first. Its capacity is its length, so appending to
-// it copies rather than writes into the chunk.
-func (c *XORChunk) Bytes() []byte { return c.w.buf[:len(c.w.buf):len(c.w.buf)] }
-
-// Append adds a sample. The caller guarantees that t is greater than the
-// previous sample's timestamp (smaller or equal ones still round-trip, but
-// compress badly) and that the chunk holds fewer than math.MaxUint16
-// samples: Append panics on a full chunk rather than drop the sample.
-//
-// Append allocates only when the byte slice has to grow.
-func (c *XORChunk) Append(t int64, v float64) {
+// Append adds a sample after the chunk's last one, (prevT, prevV), which
+// it ignores if the chunk is empty. The caller guarantees what
+// XORChunk.Append needs.
+func (a *XORAppender) Append(prevT int64, prevV float64, t int64, v float64) {
+	if a.num == 0 && a.cap == 0 {
+		a.Reset()
+	}
+	w := a.writer()
 	vb := math.Float64bits(v)
-	switch c.num {
+	switch a.num {
 	case 0:
 		// The chunk is byte-aligned here: the first timestamp is a varint,
-		// the first value its 64 raw bits.
-		c.w.buf = binary.AppendVarint(c.w.buf, t)
-		c.w.writeBits(vb, 64)
+		// the first value its 64 raw bits. The first XOR window spans all
+		// 64 bits.
+		w.buf = binary.AppendVarint(w.buf, t)
+		w.writeBits(vb, 64)
+		a.leading, a.sigbits = 0, 64
 	case 1:
 		// Still byte-aligned: sample 0 was whole bytes. Differences are
 		// taken with int64 wrap-around, which decoding reverses exactly.
-		c.tDelta = t - c.t
-		c.w.buf = binary.AppendUvarint(c.w.buf, uint64(c.tDelta))
-		c.appendValue(0, 0, vb)
+		a.tDelta = t - prevT
+		w.buf = binary.AppendUvarint(w.buf, uint64(a.tDelta))
+		a.appendValue(&w, 0, 0, vb^math.Float64bits(prevV))
 	case math.MaxUint16:
 		panic("chunkenc: Append to a full XOR chunk")
 	default:
-		delta := t - c.t
-		dod := delta - c.tDelta
-		c.tDelta = delta
+		delta := t - prevT
+		dod := delta - a.tDelta
+		a.tDelta = delta
 		// The delta-of-delta's code goes out with the value's, in one
 		// store when they fit in a word.
 		code, n, wide := dodCode(dod)
 		if wide {
-			c.w.writeBits2(code, n, uint64(dod), dodBits4)
+			w.writeBits2(code, n, uint64(dod), dodBits4)
 			code, n = 0, 0
 		}
-		c.appendValue(code, n, vb)
+		a.appendValue(&w, code, n, vb^math.Float64bits(prevV))
 	}
-	c.t = t
-	c.v = vb
-	c.num++
-	if c.detached == 0 {
-		binary.BigEndian.PutUint16(c.w.buf, c.num)
+	a.num++
+	if a.detached == 0 {
+		binary.BigEndian.PutUint16(w.buf, a.num)
 	}
+	a.setWriter(&w)
 }
 
 // dodCode returns the code of a timestamp delta-of-delta in the smallest
@@ -217,11 +260,10 @@ func fitsBits(x int64, n uint8) bool {
 }
 
 // appendValue writes the low n bits of code (n <= 24; the timestamp's
-// code), then the XOR of vb with the previous value.
-func (c *XORChunk) appendValue(code uint64, n uint8, vb uint64) {
-	x := vb ^ c.v
+// code), then x, the XOR of the value with the previous one.
+func (a *XORAppender) appendValue(w *bitWriter, code uint64, n uint8, x uint64) {
 	if x == 0 {
-		c.w.writeBits(code<<1, n+1)
+		w.writeBits(code<<1, n+1)
 		return
 	}
 	leading := uint8(bits.LeadingZeros64(x))
@@ -235,12 +277,12 @@ func (c *XORChunk) appendValue(code uint64, n uint8, vb uint64) {
 	// 11 bits of a new window's description longer than x's own bits. This
 	// greedy choice also lets the first XOR use the initial 64-bit window
 	// when it is nearly that wide anyway.
-	if leading >= c.leading && trailing >= 64-c.leading-c.sigbits && c.sigbits <= sigbits+11 {
-		c.w.writeBits2(code<<2|0b10, n+2, x>>(64-c.leading-c.sigbits), c.sigbits)
+	if leading >= a.leading && trailing >= 64-a.leading-a.sigbits && a.sigbits <= sigbits+11 {
+		w.writeBits2(code<<2|0b10, n+2, x>>(64-a.leading-a.sigbits), a.sigbits)
 		return
 	}
-	c.leading, c.sigbits = leading, sigbits
+	a.leading, a.sigbits = leading, sigbits
 	// '11', 5 bits of leading zeros, 6 bits of width (64 is written as 0).
 	header := code<<13 | 0b11<<11 | uint64(leading)<<6 | uint64(sigbits&63)
-	c.w.writeBits2(header, n+13, x>>trailing, sigbits)
+	w.writeBits2(header, n+13, x>>trailing, sigbits)
 }

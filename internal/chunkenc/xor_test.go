@@ -512,7 +512,9 @@ func TestXORIteratorReset(t *testing.T) {
 func TestXORAppendAllocs(t *testing.T) {
 	// A chunk whose byte slice already has room: Append must not allocate.
 	c := NewXORChunk()
-	c.w.buf = slices.Grow(c.w.buf, 1<<20)
+	w := c.writer()
+	w.buf = slices.Grow(w.buf, 1<<20)
+	c.setWriter(&w)
 	rng := rand.New(rand.NewPCG(3, 4))
 	ts := int64(1700000000000)
 	allocs := testing.AllocsPerRun(10000, func() {
@@ -524,27 +526,24 @@ func TestXORAppendAllocs(t *testing.T) {
 	}
 }
 
-// TestXORChunkPresize checks the claim behind xorChunkInitialCap: 120
-// samples of a constant series scraped with jitter fit without growing the
-// slice.
 // TestXORChunkPresize checks the sizing policy: a chunk starts small, and
 // once it has grown to what a series needs, Reset keeps that capacity so
 // the series' later chunks do not grow again.
 func TestXORChunkPresize(t *testing.T) {
 	c := NewXORChunk()
-	if got := cap(c.w.buf); got != xorChunkInitialCap {
+	if got := int(c.cap); got != xorChunkInitialCap {
 		t.Fatalf("new chunk has capacity %d, want %d", got, xorChunkInitialCap)
 	}
 	series := realisticSeries("counter", 240, 1)
 	for _, s := range series[:120] {
 		c.Append(s.t, math.Float64frombits(s.v))
 	}
-	grown, mem := cap(c.w.buf), &c.w.buf[0]
+	grown, mem := int(c.cap), c.buf
 	c.Reset()
 	for _, s := range series[120:] {
 		c.Append(s.t, math.Float64frombits(s.v))
 	}
-	if got := cap(c.w.buf); got != grown || &c.w.buf[0] != mem {
+	if got := int(c.cap); got != grown || c.buf != mem {
 		t.Fatalf("second chunk of the series did not reuse the first one's memory: capacity %d after %d", got, grown)
 	}
 }
@@ -676,5 +675,31 @@ func TestXORHeaderHelpers(t *testing.T) {
 	SetXORSampleCount(b, 7)
 	if got := AppendXORHeader(nil, 7); !bytes.Equal(got, b[:2]) {
 		t.Errorf("SetXORSampleCount(7) wrote %x, want %x", b[:2], got)
+	}
+}
+
+// TestXORAppenderZeroValue checks the appender as the head uses it: a
+// zero value that gets its memory at the first sample, given the last
+// sample by its caller, and reused after Reset, writes the bytes an
+// XORChunk does.
+func TestXORAppenderZeroValue(t *testing.T) {
+	for _, kind := range benchKinds {
+		series := realisticSeries(kind, 240, 2)
+		var a XORAppender
+		for _, part := range [][]sample{series[:120], series[120:]} {
+			prev := sample{}
+			for _, s := range part {
+				a.Append(prev.t, math.Float64frombits(prev.v), s.t, math.Float64frombits(s.v))
+				prev = s
+			}
+			got, err := decode(&XORIterator{}, a.Bytes())
+			if err != nil || !slices.Equal(got, part) {
+				t.Fatalf("%s: decoded %v (err %v), want %v", kind, got, err, part)
+			}
+			if want := encode(part).Bytes(); !bytes.Equal(a.Bytes(), want) {
+				t.Fatalf("%s: appender wrote %x, XORChunk %x", kind, a.Bytes(), want)
+			}
+			a.Reset()
+		}
 	}
 }

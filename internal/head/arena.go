@@ -327,7 +327,7 @@ func (c *chunkCopier) alloc(n int) []byte {
 // whole returns the open chunk x, which spilled into region, put together
 // in the copier's memory, its detached bytes read from their file. It
 // stays valid until reset.
-func (c *chunkCopier) whole(x *chunkenc.XORChunk, region []byte) ([]byte, error) {
+func (c *chunkCopier) whole(x *chunkenc.XORAppender, region []byte) ([]byte, error) {
 	d := x.Detached()
 	data := c.alloc(d + len(x.Bytes()))
 	if f, off := c.arena.fileOf(region[:d]); f != nil {

@@ -224,16 +224,16 @@ func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier)
 	}
 	if s.hasOpenSamples() {
 		// The open chunk's bytes change with every append: copy them.
-		data := s.head.Bytes()
-		if x, ok := s.head.(*chunkenc.XORChunk); ok && s.spill != nil {
+		var data []byte
+		if s.spill != nil {
 			var err error
-			if data, err = copier.whole(x, s.spillRegion()); err != nil {
+			if data, err = copier.whole(&s.xor, s.spillRegion()); err != nil {
 				return cs, err
 			}
 		} else {
-			data = slices.Clone(data)
+			data = slices.Clone(s.memBytes())
 		}
-		cs.Chunks = append(cs.Chunks, chunkenc.Meta{Data: data, MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()})
+		cs.Chunks = append(cs.Chunks, chunkenc.Meta{Data: data, MinT: s.headMint, MaxT: s.maxt, Enc: s.open})
 	}
 	cs.LastV = s.lastV
 	return cs, nil

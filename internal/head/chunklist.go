@@ -146,8 +146,8 @@ func (h *Head) spillReplayed() {
 	}
 	for s := range h.series.all() {
 		s.mu.Lock()
-		if x, ok := s.head.(*chunkenc.XORChunk); ok && s.spill == nil && x.NumSamples() >= m.samples/spillParts {
-			s.spillOpen(x, m)
+		if s.open == chunkenc.EncXOR && s.spill == nil && s.xor.NumSamples() >= m.samples/spillParts {
+			s.spillOpen(m)
 		}
 		s.mu.Unlock()
 	}

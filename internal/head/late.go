@@ -62,7 +62,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		old  headChunk
 	)
 	if open {
-		data, enc = s.openBytes(), s.head.Encoding()
+		data, enc = s.openBytes(), s.open
 	} else {
 		old = s.chunks[i]
 		data, enc = old.bytes(), old.encoding()
@@ -107,7 +107,8 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		if region := s.dropSpill(m.arena); region != nil {
 			m.retired = append(m.retired, region)
 		}
-		s.head, s.headMint = tmp.head, tmp.headMint
+		s.setOpen(tmp.open, tmp.openHist())
+		s.xor, s.headMint = tmp.xor, tmp.headMint
 		m.inserted++
 		return true, nil
 	}
@@ -134,7 +135,7 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 		mint, maxt int64
 	)
 	if open {
-		data, enc, mint, maxt = s.openBytes(), s.head.Encoding(), s.headMint, s.maxt
+		data, enc, mint, maxt = s.openBytes(), s.open, s.headMint, s.maxt
 	} else {
 		c := s.chunks[i]
 		data, enc, mint, maxt = c.bytes(), c.encoding(), c.mint, c.maxt()

@@ -28,18 +28,19 @@ type memSeries struct {
 
 	mu sync.Mutex
 	// state is where the series is in its removal by Truncate; see
-	// seriesState. It and spillLen fit in the padding after mu.
+	// seriesState. It, open and spillLen fit in the padding after mu.
 	state seriesState
+	// open is the encoding of the open chunk, 0 until the first sample:
+	// EncXOR for floats, whose chunk is xor, or that of a histogram chunk
+	// for native histograms, in extra. A sample of another kind than the
+	// open chunk's closes it. Appends modify its bytes in place: readers
+	// copy them under mu.
+	open chunkenc.Encoding
 	// spillLen is the length of the region spill points to.
 	spillLen uint16
 	// chunks are the closed chunks, oldest first. Their bytes never change
 	// after the chunk is closed, so a querier may keep them without a lock.
-	chunks []headChunk
-	// head is the open chunk, nil until the first sample: an XOR chunk
-	// for floats, a histogram chunk for native histograms. A sample of
-	// another kind than the open chunk's closes it. Appends modify its
-	// bytes in place: readers copy them under mu.
-	head     openChunk
+	chunks   []headChunk
 	headMint int64
 	// spill is the arena region holding the bytes an open XOR chunk
 	// detached (see spillOpen), nil if it has detached none.
@@ -50,13 +51,26 @@ type memSeries struct {
 	// sample is a histogram: the rare check that needs that one decodes it.
 	maxt  int64
 	lastV float64
-	// starts is the history of the series' start time, nil until it has
-	// one.
-	starts *startTimes
+	// xor is the open XOR chunk, empty unless open is EncXOR. Its last
+	// sample is (maxt, lastV), which it does not keep itself: in the
+	// series, an open chunk of floats takes no object of its own (heap
+	// profiles at 100k series had 64 bytes a series for one, and 16 for
+	// an interface pointing to it).
+	xor chunkenc.XORAppender
+	// extra is what few series have, nil until one of them is needed.
+	extra *seriesExtra
 }
 
-// openChunk is the open chunk of a series: *chunkenc.XORChunk,
-// *chunkenc.HistogramChunk or *chunkenc.FloatHistogramChunk.
+// seriesExtra holds what few series have: a history of start times, or
+// native histograms.
+type seriesExtra struct {
+	starts startTimes
+	// hist is the open chunk if it holds histograms: a
+	// *chunkenc.HistogramChunk or *chunkenc.FloatHistogramChunk.
+	hist openChunk
+}
+
+// openChunk is an open histogram chunk.
 type openChunk interface {
 	chunkenc.Chunk
 	Reset()
@@ -202,14 +216,45 @@ func (s *memSeries) applyHistogram(t int64, h *histogram.Histogram, fh *histogra
 // samples: nil until the first sample and after a restore from a
 // checkpoint, which closes every chunk. mu must be held.
 func (s *memSeries) hasOpenSamples() bool {
-	return s.head != nil && s.head.NumSamples() > 0
+	switch s.open {
+	case 0:
+		return false
+	case chunkenc.EncXOR:
+		return s.xor.NumSamples() > 0
+	}
+	return s.extra.hist.NumSamples() > 0
+}
+
+// setOpen makes the open chunk an empty one of encoding enc, hist if that
+// is a histogram encoding, and lets go of the other kind's memory. mu must
+// be held.
+func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk) {
+	s.open = enc
+	if enc != chunkenc.EncXOR {
+		s.xor = chunkenc.XORAppender{}
+	}
+	if hist != nil && s.extra == nil {
+		s.extra = &seriesExtra{}
+	}
+	if s.extra != nil {
+		s.extra.hist = hist
+	}
+}
+
+// openHist returns the open chunk if it holds histograms, else nil. mu
+// must be held.
+func (s *memSeries) openHist() openChunk {
+	if s.open == 0 || s.open == chunkenc.EncXOR {
+		return nil
+	}
+	return s.extra.hist
 }
 
 // lastEncoding returns the encoding of the chunk holding the newest sample,
 // 0 if there is none. mu must be held.
 func (s *memSeries) lastEncoding() chunkenc.Encoding {
 	if s.hasOpenSamples() {
-		return s.head.Encoding()
+		return s.open
 	}
 	if n := len(s.chunks); n > 0 {
 		return s.chunks[n-1].encoding()
@@ -219,21 +264,20 @@ func (s *memSeries) lastEncoding() chunkenc.Encoding {
 
 // append adds a float sample that appendable accepted. mu must be held.
 func (s *memSeries) append(t int64, v float64, m *chunkMem) {
-	c, ok := s.head.(*chunkenc.XORChunk)
 	switch {
-	case !ok:
+	case s.open != chunkenc.EncXOR:
 		s.closeOpen(m)
-		c = chunkenc.NewXORChunk()
-		s.head, s.headMint = c, t
-	case c.NumSamples() >= m.samples || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
+		s.setOpen(chunkenc.EncXOR, nil)
+		s.headMint = t
+	case s.xor.NumSamples() >= m.samples || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
 		s.cut(m)
 		s.headMint = t
 	}
-	c.Append(t, v)
+	s.xor.Append(s.maxt, s.lastV, t, v)
 	s.maxt = t
 	s.lastV = v
-	if n := c.NumSamples(); m.samples >= minSpillSamples && !m.noSpill && n%(m.samples/spillParts) == 0 && n < m.samples {
-		s.spillOpen(c, m)
+	if n := s.xor.NumSamples(); m.samples >= minSpillSamples && !m.noSpill && n%(m.samples/spillParts) == 0 && n < m.samples {
+		s.spillOpen(m)
 	}
 }
 
@@ -254,7 +298,7 @@ const minSpillBytes = 32
 // below it a part is too short to be worth a write.
 const minSpillSamples = 16
 
-// spillOpen moves the bytes the open XOR chunk c has finished into the
+// spillOpen moves the bytes the open XOR chunk has finished into the
 // arena, where a region is reserved for the whole chunk at its first
 // part (an estimate from that part, with room to spare). Its memory
 // then holds only what follows, and cut writes the rest after it in the
@@ -266,7 +310,8 @@ const minSpillSamples = 16
 // head's peak memory was theirs at full size: half of the heap at a
 // million series. With the arena in files, the parts written are in the
 // page cache instead. Each costs a write. mu must be held.
-func (s *memSeries) spillOpen(c *chunkenc.XORChunk, m *chunkMem) {
+func (s *memSeries) spillOpen(m *chunkMem) {
+	c := &s.xor
 	f := c.Finished()
 	if len(f) < minSpillBytes {
 		return
@@ -323,10 +368,20 @@ func (s *memSeries) dropSpill(arena *chunkArena) []byte {
 // put together from its region and its memory; else they are the chunk's
 // memory, which the next append changes. mu must be held.
 func (s *memSeries) openBytes() []byte {
-	if c, ok := s.head.(*chunkenc.XORChunk); ok && s.spill != nil {
+	if s.spill != nil {
+		c := &s.xor
 		return c.AppendWhole(make([]byte, 0, c.Detached()+len(c.Bytes())), s.spillRegion())
 	}
-	return s.head.Bytes()
+	return s.memBytes()
+}
+
+// memBytes returns the bytes of the open chunk that are in memory: all of
+// them unless it spilled. mu must be held.
+func (s *memSeries) memBytes() []byte {
+	if s.open == chunkenc.EncXOR {
+		return s.xor.Bytes()
+	}
+	return s.extra.hist.Bytes()
 }
 
 // openCopy returns a copy of the open chunk's bytes, whole. mu must be
@@ -335,7 +390,7 @@ func (s *memSeries) openCopy() []byte {
 	if s.spill != nil {
 		return s.openBytes()
 	}
-	return slices.Clone(s.head.Bytes())
+	return slices.Clone(s.memBytes())
 }
 
 // closeOpen closes the open chunk, if it has samples, before a sample of
@@ -351,26 +406,31 @@ func (s *memSeries) closeOpen(m *chunkMem) {
 // ever see copies of the open chunk's bytes, so none is affected.
 func (s *memSeries) cut(m *chunkMem) {
 	var data []byte
-	if x, ok := s.head.(*chunkenc.XORChunk); ok && s.spill != nil {
-		data = s.closeSpilled(x, m)
+	if s.spill != nil {
+		data = s.closeSpilled(m)
 	} else {
-		data = m.arena.copy(s.head.Bytes())
+		data = m.arena.copy(s.memBytes())
 	}
-	c := newHeadChunk(data, s.headMint, s.maxt, s.head.Encoding())
+	c := newHeadChunk(data, s.headMint, s.maxt, s.open)
 	if m.lists != nil {
 		s.chunks = m.lists.appendChunk(s.chunks, c)
 	} else {
 		s.chunks = appendChunk(s.chunks, c)
 	}
-	s.head.Reset()
+	if s.open == chunkenc.EncXOR {
+		s.xor.Reset()
+	} else {
+		s.extra.hist.Reset()
+	}
 }
 
-// closeSpilled writes the rest of the spilled open chunk c after its
+// closeSpilled writes the rest of the spilled open chunk after its
 // detached bytes in the region and returns the closed chunk's bytes
 // there. If the rest does not fit, or cannot be written, the chunk is put
 // together and copied as a whole, and the region is retired. mu must be
 // held.
-func (s *memSeries) closeSpilled(c *chunkenc.XORChunk, m *chunkMem) []byte {
+func (s *memSeries) closeSpilled(m *chunkMem) []byte {
+	c := &s.xor
 	region := s.dropSpill(m.arena)
 	d, rest := c.Detached(), c.Bytes()
 	if n := d + len(rest); n <= len(region) && m.arena.write(region, d, rest) == nil {
@@ -420,7 +480,7 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.
 		}
 	}
 	if s.hasOpenSamples() && s.maxt >= mint && s.headMint <= maxt {
-		dst = append(dst, chunkenc.Meta{Data: s.openCopy(), MinT: s.headMint, MaxT: s.maxt, Enc: s.head.Encoding()})
+		dst = append(dst, chunkenc.Meta{Data: s.openCopy(), MinT: s.headMint, MaxT: s.maxt, Enc: s.open})
 	}
 	return dst, s.startsSnapshot()
 }

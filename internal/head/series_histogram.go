@@ -54,7 +54,7 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 		enc  chunkenc.Encoding
 	)
 	if s.hasOpenSamples() {
-		data, enc = s.openBytes(), s.head.Encoding()
+		data, enc = s.openBytes(), s.open
 	} else if n := len(s.chunks); n > 0 {
 		data, enc = s.chunks[n-1].bytes(), s.chunks[n-1].encoding()
 	}
@@ -82,12 +82,13 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 // appendHistogram adds an integer histogram that appendableHistogram
 // accepted. h is not retained. mu must be held.
 func (s *memSeries) appendHistogram(t int64, h *histogram.Histogram, m *chunkMem) {
-	c, ok := s.head.(*chunkenc.HistogramChunk)
+	c, ok := s.openHist().(*chunkenc.HistogramChunk)
 	switch {
 	case !ok:
 		s.closeOpen(m)
 		c = chunkenc.NewHistogramChunk()
-		s.head, s.headMint = c, t
+		s.setOpen(chunkenc.EncHistogram, c)
+		s.headMint = t
 	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
 		s.cut(m)
 		s.headMint = t
@@ -110,12 +111,13 @@ func (s *memSeries) appendHistogram(t int64, h *histogram.Histogram, m *chunkMem
 // appendFloatHistogram adds a float histogram that appendableHistogram
 // accepted. fh is not retained. mu must be held.
 func (s *memSeries) appendFloatHistogram(t int64, fh *histogram.FloatHistogram, m *chunkMem) {
-	c, ok := s.head.(*chunkenc.FloatHistogramChunk)
+	c, ok := s.openHist().(*chunkenc.FloatHistogramChunk)
 	switch {
 	case !ok:
 		s.closeOpen(m)
 		c = chunkenc.NewFloatHistogramChunk()
-		s.head, s.headMint = c, t
+		s.setOpen(chunkenc.EncFloatHistogram, c)
+		s.headMint = t
 	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
 		s.cut(m)
 		s.headMint = t

@@ -112,8 +112,8 @@ func TestOpenChunkSpill(t *testing.T) {
 			h.background.Wait()
 			for s := range h.series.all() {
 				s.mu.Lock()
-				if x, ok := s.head.(*chunkenc.XORChunk); ok && x.NumSamples() >= 40 && s.spill == nil {
-					t.Errorf("%s: an open chunk of %d samples did not spill after replay", h.labelsOf(s), x.NumSamples())
+				if s.open == chunkenc.EncXOR && s.xor.NumSamples() >= 40 && s.spill == nil {
+					t.Errorf("%s: an open chunk of %d samples did not spill after replay", h.labelsOf(s), s.xor.NumSamples())
 				}
 				s.mu.Unlock()
 			}
@@ -216,7 +216,7 @@ func TestSpillSkipsShortParts(t *testing.T) {
 	}
 	for s := range h.series.all() {
 		s.mu.Lock()
-		x := s.head.(*chunkenc.XORChunk)
+		x := &s.xor
 		name := h.labelsOf(s).Get("__name__")
 		switch {
 		case name == "constant" && x.Detached() != 0:

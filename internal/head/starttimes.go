@@ -15,35 +15,36 @@ type startTimes struct {
 // currentStart returns the start time of the newest sample, 0 if unknown.
 // mu must be held.
 func (s *memSeries) currentStart() int64 {
-	if s.starts == nil || len(s.starts.list) == 0 {
+	if s.extra == nil || len(s.extra.starts.list) == 0 {
 		return 0
 	}
-	return s.starts.list[len(s.starts.list)-1].ST
+	l := s.extra.starts.list
+	return l[len(l)-1].ST
 }
 
 // setStart records that from the sample at t on the series counts from st,
 // unless it already does or a later change is recorded. mu must be held.
 func (s *memSeries) setStart(t, st int64) {
-	if s.starts == nil {
+	if s.extra == nil {
 		if st == 0 {
 			return
 		}
-		s.starts = &startTimes{}
+		s.extra = &seriesExtra{}
 	}
-	l := s.starts.list
+	l := s.extra.starts.list
 	if n := len(l); n > 0 && (l[n-1].ST == st || l[n-1].T >= t) {
 		return
 	}
-	s.starts.list = append(l, chunkenc.StartTime{T: t, ST: st})
+	s.extra.starts.list = append(l, chunkenc.StartTime{T: t, ST: st})
 }
 
 // startsSnapshot returns the series' start time changes, to be read
 // without the lock. mu must be held.
 func (s *memSeries) startsSnapshot() []chunkenc.StartTime {
-	if s.starts == nil {
+	if s.extra == nil {
 		return nil
 	}
-	l := s.starts.list
+	l := s.extra.starts.list
 	return l[:len(l):len(l)]
 }
 

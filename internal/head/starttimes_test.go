@@ -105,7 +105,7 @@ func TestStartTimes(t *testing.T) {
 						t.Fatalf("%s keeps %d start time changes, want %d", c.lset, got, c.n)
 					}
 				}
-				if s := h.series.getByHash(gauge.Hash(), gauge); s.starts != nil {
+				if s := h.series.getByHash(gauge.Hash(), gauge); s.extra != nil && s.extra.starts.list != nil {
 					t.Fatal("a series without start times has a start time history")
 				}
 			}

@@ -203,12 +203,12 @@ func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) 
 		s.chunks = kept
 	}
 	if s.hasOpenSamples() && s.headMint >= lo && s.maxt <= hi {
-		s.head = nil
+		s.setOpen(0, nil)
 		dropped = append(dropped, s.dropSpill(arena))
 	}
 	mint := s.mint()
-	if s.starts != nil && mint != math.MaxInt64 {
-		s.starts.truncate(mint)
+	if s.extra != nil && mint != math.MaxInt64 {
+		s.extra.starts.truncate(mint)
 	}
 	if mint == math.MaxInt64 {
 		s.maxt = math.MinInt64
