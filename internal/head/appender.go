@@ -81,6 +81,8 @@ type appender struct {
 	metadataBuf []byte
 	exemplarBuf []byte
 	recs        [][]byte
+	// dense re-encodes the chunks Commit closes (see memSeries.densify).
+	dense chunkenc.Densifier
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
@@ -396,7 +398,7 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, dense: &a.dense}
 	var appended, dropped uint64
 	for i := range a.parts() {
 		n, d := a.batches[i].apply(m)

@@ -328,18 +328,24 @@ func (c *chunkCopier) alloc(n int) []byte {
 // in the copier's memory, its detached bytes read from their file. It
 // stays valid until reset.
 func (c *chunkCopier) whole(x *chunkenc.XORAppender, region []byte) ([]byte, error) {
+	return c.arena.whole(c.alloc(x.Detached()+len(x.Bytes())), x, region)
+}
+
+// whole puts the open chunk x, which spilled into region, together in
+// dst, which has room for it: its detached bytes read from their file
+// (see chunkCopier), then those in memory. It returns dst.
+func (a *chunkArena) whole(dst []byte, x *chunkenc.XORAppender, region []byte) ([]byte, error) {
 	d := x.Detached()
-	data := c.alloc(d + len(x.Bytes()))
-	if f, off := c.arena.fileOf(region[:d]); f != nil {
-		if err := f.read(data[:d], off); err != nil {
+	if f, off := a.fileOf(region[:d]); f != nil {
+		if err := f.read(dst[:d], off); err != nil {
 			return nil, err
 		}
 	} else {
-		copy(data, region[:d])
+		copy(dst, region[:d])
 	}
-	// The detached bytes are in place: appending them to data[:0] copies
+	// The detached bytes are in place: appending them to dst[:0] copies
 	// them onto themselves.
-	return x.AppendWhole(data[:0], data[:d]), nil
+	return x.AppendWhole(dst[:0], dst[:d]), nil
 }
 
 // reset lets the copier reuse its memory: nothing copy returned before may

@@ -85,7 +85,8 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 	// Encode into as few chunks as the limit allows, of even sizes, so
 	// that the next late sample finds room rather than a full chunk.
 	enc2 := *m
-	enc2.lists, enc2.rangeLo, enc2.rangeHi = nil, 0, 0
+	// The chunks stay XOR: the next late sample may decode them again.
+	enc2.lists, enc2.rangeLo, enc2.rangeHi, enc2.dense = nil, 0, 0, nil
 	enc2.noSpill = true // tmp's open chunk becomes the series'; see spillOpen
 	parts := (len(samples) + m.samples - 1) / m.samples
 	enc2.samples = (len(samples) + parts - 1) / parts

@@ -18,7 +18,8 @@ import (
 // in memory. The series cover each way a spilled chunk closes: full, cut
 // early by a block range (its header rewritten), with a rest too large
 // for its region (later parts kept in memory, then put together and
-// copied), and with late samples that rebuild it.
+// copied), with late samples that rebuild it, and re-encoded as a
+// decimal chunk (see densify).
 func TestOpenChunkSpill(t *testing.T) {
 	for _, files := range []bool{true, false} {
 		name := "memory"
@@ -49,6 +50,7 @@ func TestOpenChunkSpill(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 8))
 			values := map[string]func(i int) float64{
 				"counter": func(i int) float64 { return float64(i * 3) },
+				"decimal": func(i int) float64 { return float64(i%97) / 10 },
 				"noisy":   func(int) float64 { return rng.Float64() },
 				// Constant for the first third of a chunk, then noisy: the
 				// rest overflows the region sized from the first.
@@ -101,6 +103,16 @@ func TestOpenChunkSpill(t *testing.T) {
 				t.Fatal("no open chunk spilled")
 			}
 			checkClosedChunks(t, h)
+			for s := range h.series.all() {
+				if h.labelsOf(s).Get("kind") != "decimal" {
+					continue
+				}
+				for _, c := range s.chunks {
+					if c.encoding() != chunkenc.EncDecimal {
+						t.Errorf("decimal series: a closed %s chunk", c.encoding())
+					}
+				}
+			}
 			if err := h.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +165,6 @@ func insertSample(samples []sample, x sample) []sample {
 // chunks and the spill regions, no more.
 func checkClosedChunks(t *testing.T, h *Head) {
 	t.Helper()
-	var it chunkenc.XORIterator
 	var closed, spilled int64
 	for s := range h.series.all() {
 		s.mu.Lock()
@@ -162,10 +173,10 @@ func checkClosedChunks(t *testing.T, h *Head) {
 			spilled++
 		}
 		for _, c := range s.chunks {
-			if c.encoding() != chunkenc.EncXOR {
+			if c.encoding() != chunkenc.EncXOR && c.encoding() != chunkenc.EncDecimal {
 				continue
 			}
-			it.Reset(c.bytes())
+			it := floatIterator(c.encoding(), c.bytes())
 			n := 0
 			for it.Next() {
 				if ts, _ := it.At(); ts < c.mint || ts > c.maxt() {
