@@ -78,10 +78,6 @@ type Densifier struct {
 	ts     []int64
 	vs     []float64
 	ms     []int64
-	tres   []uint64
-	vres   []uint64
-	vdod   []uint64
-	vmin   []uint64
 	result bitWriter
 }
 
@@ -141,31 +137,35 @@ func (d *Densifier) Encode(limit int) (out []byte, ok bool) {
 			d.ms = append(d.ms, int64(math.Float64bits(v)))
 		}
 	}
-	d.tres, d.vres, d.vdod, d.vmin = d.tres[:0], d.vres[:0], d.vdod[:0], d.vmin[:0]
+	// One pass finds the bit lengths of each way to code the residuals
+	// (see widths.best) and the smallest mantissa; the residuals are
+	// computed again as they are written rather than kept.
+	var ts, vs, dods, mins widths
+	ms := d.ms
 	lo := int64(math.MaxInt64)
 	for i := 2; i < n; i++ {
-		d.tres = append(d.tres, zigzag((d.ts[i]-d.ts[i-1])-(d.ts[i-1]-d.ts[i-2])))
-		d.vres = append(d.vres, zigzag(d.ms[i]-d.ms[i-1]))
-		d.vdod = append(d.vdod, zigzag((d.ms[i]-d.ms[i-1])-(d.ms[i-1]-d.ms[i-2])))
-		lo = min(lo, d.ms[i])
+		ts.add(zigzag((d.ts[i] - d.ts[i-1]) - (d.ts[i-1] - d.ts[i-2])))
+		dv := ms[i] - ms[i-1]
+		vs.add(zigzag(dv))
+		dods.add(zigzag(dv - (ms[i-1] - ms[i-2])))
+		lo = min(lo, ms[i])
 	}
-	for _, m := range d.ms[2:] {
-		d.vmin = append(d.vmin, uint64(m-lo))
+	for _, m := range ms[2:] {
+		mins.add(uint64(m - lo))
 	}
-	tw, tcost := bestWidth(d.tres)
-	vw, vcost := bestWidth(d.vres)
+	k := n - 2
+	tw, tcost := ts.best(k)
+	vw, vcost := vs.best(k)
 	mode := byte(scale)
-	if dw, dcost := bestWidth(d.vdod); dcost < vcost {
-		vw, vcost, mode = dw, dcost, mode|decimalDod
-		d.vres, d.vdod = d.vdod, d.vres
+	code := valuesDelta
+	if dw, dcost := dods.best(k); dcost < vcost {
+		vw, vcost, mode, code = dw, dcost, mode|decimalDod, valuesDod
 	}
-	fromMin := false
-	if mw, mcost := bestWidth(d.vmin); n > 2 && mcost+8*varintLen(lo-d.ms[0]) < vcost {
-		vw, vcost, mode, fromMin = mw, mcost, byte(scale+decimalFromMin), true
+	if mw, mcost := mins.best(k); n > 2 && mcost+8*varintLen(lo-ms[0]) < vcost {
+		vw, vcost, mode, code = mw, mcost, byte(scale+decimalFromMin), valuesFromMin
 		if scale == decimalRaw {
 			mode = decimalRawFromMin
 		}
-		d.vres, d.vmin = d.vmin, d.vres
 	}
 	// The header's varints are at most 50 bytes: compare before writing
 	// the columns, which are most of the size.
@@ -177,15 +177,34 @@ func (d *Densifier) Encode(limit int) (out []byte, ok bool) {
 	w.buf = append(w.buf, mode, tw, vw)
 	w.free = 0
 	w.buf = binary.AppendVarint(w.buf, d.ts[0])
-	w.buf = binary.AppendVarint(w.buf, d.ms[0])
+	w.buf = binary.AppendVarint(w.buf, ms[0])
 	w.buf = binary.AppendUvarint(w.buf, uint64(d.ts[1]-d.ts[0]))
-	w.buf = binary.AppendVarint(w.buf, d.ms[1]-d.ms[0])
-	if fromMin {
-		w.buf = binary.AppendVarint(w.buf, lo-d.ms[0])
+	w.buf = binary.AppendVarint(w.buf, ms[1]-ms[0])
+	if code == valuesFromMin {
+		w.buf = binary.AppendVarint(w.buf, lo-ms[0])
 	}
-	for i := range d.tres {
-		writeResidual(w, d.tres[i], tw)
-		writeResidual(w, d.vres[i], vw)
+	// A sample's two residuals go out in one write when neither is
+	// escaped and their widths fit in a word.
+	pair := tw+vw <= 64
+	for i := 2; i < n; i++ {
+		tr := zigzag((d.ts[i] - d.ts[i-1]) - (d.ts[i-1] - d.ts[i-2]))
+		var vr uint64
+		switch code {
+		case valuesDelta:
+			vr = zigzag(ms[i] - ms[i-1])
+		case valuesDod:
+			vr = zigzag((ms[i] - ms[i-1]) - (ms[i-1] - ms[i-2]))
+		default:
+			vr = uint64(ms[i] - lo)
+		}
+		if pair && unescaped(tr, tw) && unescaped(vr, vw) {
+			if tw+vw > 0 {
+				w.writeBits(tr<<vw|vr, tw+vw)
+			}
+			continue
+		}
+		writeResidual(w, tr, tw)
+		writeResidual(w, vr, vw)
 	}
 	if len(w.buf) >= limit {
 		return nil, false
@@ -315,37 +334,54 @@ func varintLen(x int64) int {
 func zigzag(x int64) uint64   { return uint64(x<<1) ^ uint64(x>>63) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
-// bestWidth returns the width at which the residuals rs take the fewest
+// How Encode codes value residuals: differences of consecutive
+// mantissas, differences of those, or distances from the smallest.
+const (
+	valuesDelta = iota
+	valuesDod
+	valuesFromMin
+)
+
+// widths counts residuals by bit length, to choose the width at which
+// they take the fewest bits (best).
+type widths struct {
+	// byLen[b] counts the residuals of bit length b; ones[b] those of
+	// them that are all ones (2^b-1), escaped at width b.
+	byLen, ones [65]int32
+}
+
+func (c *widths) add(r uint64) {
+	b := bits.Len64(r)
+	c.byLen[b]++
+	if r != 0 && r&(r+1) == 0 {
+		c.ones[b]++
+	}
+}
+
+// best returns the width at which the n residuals added take the fewest
 // bits, and that number. At width w in [1, 63] a residual below 2^w-1 is
 // written in w bits, and any other as w ones and then 64 bits; at 0 every
 // residual must be 0 and takes no bits; at 64 each takes 64.
-func bestWidth(rs []uint64) (width uint8, cost int) {
-	// byLen[b] counts the residuals of bit length b; ones[b] those of
-	// them that are all ones (2^b-1), escaped at width b.
-	var byLen, ones [65]int
-	for _, r := range rs {
-		b := bits.Len64(r)
-		byLen[b]++
-		if r != 0 && r&(r+1) == 0 {
-			ones[b]++
-		}
-	}
-	n := len(rs)
+func (c *widths) best(n int) (width uint8, cost int) {
 	width, cost = 64, 64*n
-	if byLen[0] == n {
+	if int(c.byLen[0]) == n {
 		return 0, 0
 	}
-	longer := n - byLen[0] // residuals longer than w bits
+	longer := n - int(c.byLen[0]) // residuals longer than w bits
 	for w := 1; w < 64; w++ {
-		longer -= byLen[w]
-		if c := w*n + 64*(longer+ones[w]); c < cost {
+		longer -= int(c.byLen[w])
+		if c := w*n + 64*(longer+int(c.ones[w])); c < cost {
 			width, cost = uint8(w), c
 		}
 	}
 	return width, cost
 }
 
-// writeResidual writes r at width w (see bestWidth).
+// unescaped reports whether writeResidual writes r at width w < 64 as
+// just its w bits: r is 0 at width 0.
+func unescaped(r uint64, w uint8) bool { return w == 0 || (w < 64 && r < 1<<w-1) }
+
+// writeResidual writes r at width w (see widths.best).
 func writeResidual(wr *bitWriter, r uint64, w uint8) {
 	switch {
 	case w == 0:
@@ -499,7 +535,7 @@ func (it *DecimalIterator) Next() bool {
 	return true
 }
 
-// readResidual reads a residual written at width w (see bestWidth).
+// readResidual reads a residual written at width w (see widths.best).
 func (it *DecimalIterator) readResidual(w uint8) (uint64, bool) {
 	if w == 0 {
 		return 0, true
@@ -716,7 +752,7 @@ func escapeOf(w uint8) uint64 {
 }
 
 // readColumns reads a sample's residuals at bit pos of b, which must
-// hold 32 bytes from pos/8, at widths tw and vw (see bestWidth), and
+// hold 32 bytes from pos/8, at widths tw and vw (see widths.best), and
 // returns them and where the next sample starts.
 func readColumns(b []byte, pos, tw, vw uint) (tr, vr uint64, next uint) {
 	if tw != 0 {
