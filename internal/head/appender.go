@@ -81,8 +81,11 @@ type appender struct {
 	metadataBuf []byte
 	exemplarBuf []byte
 	recs        [][]byte
-	// dense re-encodes the chunks Commit closes (see memSeries.densify).
-	dense chunkenc.Densifier
+	// dense re-encodes the chunks Commit closes (see memSeries.densify),
+	// and spillBuf is chunkMem.spillBuf, kept across commits: densify
+	// puts a whole chunk together in it.
+	dense    chunkenc.Densifier
+	spillBuf []byte
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
@@ -398,13 +401,14 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, dense: &a.dense}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, dense: &a.dense, spillBuf: a.spillBuf}
 	var appended, dropped uint64
 	for i := range a.parts() {
 		n, d := a.batches[i].apply(m)
 		appended += n
 		dropped += d
 	}
+	a.spillBuf = m.spillBuf
 	if len(m.retired) > 0 {
 		h.retireChunks(m.retired)
 	}
