@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -96,11 +95,13 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 	if err != nil {
 		return 0, 0, err
 	}
-	var (
-		batch []record.RefChunkSeries
-		buf   []byte
-		size  int
-	)
+	// Each series is added to the record as soon as it is read: its
+	// labels and its chunks' copies are reused for the next one, so that
+	// a checkpoint allocates next to nothing per series (building each
+	// series' labels anew was most of what a head of a million series
+	// allocated while it took writes, and so set how often the collector
+	// ran).
+	//
 	// Chunks are copied for the record: see chunkCopier. They are
 	// closed chunks once restored, so float chunks are joined into
 	// decimal chunks where that is smaller, as blocks store them; those
@@ -108,6 +109,8 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 	// memory too. A join never crosses a block range, as no head chunk
 	// does.
 	var (
+		enc       record.ChunkSeriesEncoder
+		buf       []byte
 		copier    = chunkCopier{arena: h.arena}
 		densifier chunkenc.Densifier
 		joined    []chunkenc.Meta
@@ -130,22 +133,18 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 		return w.Log(rec)
 	}
 	flush := func() error {
-		if len(batch) == 0 {
+		if enc.Len() == 0 {
 			return nil
 		}
-		buf = record.EncodeChunkSeries(buf[:0], batch)
-		clear(batch)
-		batch, size = batch[:0], 0
-		copier.reset()
-		joined = joined[:0]
+		buf = enc.Record(buf[:0])
 		recordBytes += int64(len(buf))
 		return w.Log(compressor.Compress(buf))
 	}
 	var (
 		starts []record.RefStartTime
 		chunks []chunkenc.Meta // checkpointEntry's, before copier.copy
+		lb     labels.ScratchBuilder
 	)
-	var lb labels.ScratchBuilder
 	for s := range h.series.all() {
 		starts = s.appendStartTimes(starts)
 		cs, err := s.checkpointEntry(chunks, &copier)
@@ -153,22 +152,19 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 			w.Close()
 			return 0, 0, err
 		}
-		cs.Labels = h.series.symbols.labels(s.syms, &lb)
+		h.series.symbols.overwriteLabels(s.syms, &lb, &cs.Labels)
 		chunks = cs.Chunks
 		copied, err := copier.copy(cs.Chunks)
 		if err != nil {
 			w.Close()
 			return 0, 0, err
 		}
-		start := len(joined)
 		densifier.Join(copied, h.opts.BlockRange, keep) // keep never fails
-		cs.Chunks = joined[start:len(joined):len(joined)]
-		batch = append(batch, cs)
-		size += int(cs.Labels.ByteSize())
-		for _, c := range cs.Chunks {
-			size += len(c.Data) + 16
-		}
-		if size >= checkpointRecordBytes {
+		cs.Chunks = joined
+		enc.Add(&cs)
+		copier.reset()
+		joined = joined[:0]
+		if enc.Len() >= checkpointRecordBytes {
 			if err := flush(); err != nil {
 				w.Close()
 				return 0, 0, err
@@ -212,8 +208,8 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 }
 
 // checkpointEntry returns the series as a checkpoint holds it, but for
-// its labels, its chunks appended to chunks[:0]. The open chunk is copied, by copier if it
-// spilled.
+// its labels, its chunks appended to chunks[:0]. The open chunk is copied
+// into copier's memory.
 func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier) (record.RefChunkSeries, error) {
 	cs := record.RefChunkSeries{Ref: s.ref}
 	s.mu.Lock()
@@ -231,7 +227,8 @@ func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier)
 				return cs, err
 			}
 		} else {
-			data = slices.Clone(s.memBytes())
+			data = copier.alloc(len(s.memBytes()))
+			copy(data, s.memBytes())
 		}
 		cs.Chunks = append(cs.Chunks, chunkenc.Meta{Data: data, MinT: s.headMint, MaxT: s.maxt, Enc: s.open})
 	}

@@ -194,6 +194,19 @@ func uvarint(syms string, i int) (uint64, int) {
 
 // labels returns the labels syms holds, built with b.
 func (t *symbolTable) labels(syms string, b *labels.ScratchBuilder) labels.Labels {
+	t.build(syms, b)
+	return b.Labels()
+}
+
+// overwriteLabels sets *ls to the labels syms holds, reusing b's memory:
+// ls is valid until b is used again.
+func (t *symbolTable) overwriteLabels(syms string, b *labels.ScratchBuilder, ls *labels.Labels) {
+	t.build(syms, b)
+	b.Overwrite(ls)
+}
+
+// build leaves in b the labels syms holds.
+func (t *symbolTable) build(syms string, b *labels.ScratchBuilder) {
 	p := t.symbols()
 	b.Reset()
 	for i := 0; i < len(syms); {
@@ -201,7 +214,6 @@ func (t *symbolTable) labels(syms string, b *labels.ScratchBuilder) labels.Label
 		l, i = p.label(syms, i)
 		b.Add(l.Name, l.Value)
 	}
-	return b.Labels()
 }
 
 // rangeLabels calls f on each label syms holds, in order.

@@ -28,28 +28,47 @@ const (
 	minChunkSize       = 1 + 1 + 1 + 1 // encoding, min time, time span, length
 )
 
-// EncodeChunkSeries appends a ChunkSeries record holding series to dst and
-// returns the extended slice. Per series: ref, labels as in a Series
-// record, the last value's 8 bytes, a chunk count and per chunk its
-// encoding byte, min time (varint), max time minus min time (uvarint), and
-// its length-prefixed bytes.
-func EncodeChunkSeries(dst []byte, series []RefChunkSeries) []byte {
-	dst = append(dst, byte(ChunkSeries))
-	dst = binary.AppendUvarint(dst, uint64(len(series)))
-	for i := range series {
-		s := &series[i]
-		dst = binary.AppendUvarint(dst, uint64(s.Ref))
-		dst = appendLabels(dst, s.Labels)
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(s.LastV))
-		dst = binary.AppendUvarint(dst, uint64(len(s.Chunks)))
-		for _, c := range s.Chunks {
-			dst = append(dst, byte(c.Enc))
-			dst = binary.AppendVarint(dst, c.MinT)
-			dst = binary.AppendUvarint(dst, uint64(c.MaxT-c.MinT))
-			dst = binary.AppendUvarint(dst, uint64(len(c.Data)))
-			dst = append(dst, c.Data...)
-		}
+// ChunkSeriesEncoder builds a ChunkSeries record, a series at a time.
+// Per series the record holds: ref, labels as in a Series record, the
+// last value's 8 bytes, a chunk count and per chunk its encoding byte,
+// min time (varint), max time minus min time (uvarint), and its
+// length-prefixed bytes.
+//
+// What a series' entry is made of (its labels, copies of its chunks)
+// need only last until Add returns, so that a checkpoint of a million
+// series builds one series' worth at a time and reuses it. Its zero
+// value is ready to use.
+type ChunkSeriesEncoder struct {
+	body []byte
+	n    int
+}
+
+// Add appends s to the record.
+func (e *ChunkSeriesEncoder) Add(s *RefChunkSeries) {
+	e.body = binary.AppendUvarint(e.body, uint64(s.Ref))
+	e.body = appendLabels(e.body, s.Labels)
+	e.body = binary.LittleEndian.AppendUint64(e.body, math.Float64bits(s.LastV))
+	e.body = binary.AppendUvarint(e.body, uint64(len(s.Chunks)))
+	for _, c := range s.Chunks {
+		e.body = append(e.body, byte(c.Enc))
+		e.body = binary.AppendVarint(e.body, c.MinT)
+		e.body = binary.AppendUvarint(e.body, uint64(c.MaxT-c.MinT))
+		e.body = binary.AppendUvarint(e.body, uint64(len(c.Data)))
+		e.body = append(e.body, c.Data...)
 	}
+	e.n++
+}
+
+// Len returns the bytes of the series added since the last Record.
+func (e *ChunkSeriesEncoder) Len() int { return len(e.body) }
+
+// Record appends to dst the record of the series added since the last
+// Record, and starts a new one.
+func (e *ChunkSeriesEncoder) Record(dst []byte) []byte {
+	dst = append(dst, byte(ChunkSeries))
+	dst = binary.AppendUvarint(dst, uint64(e.n))
+	dst = append(dst, e.body...)
+	e.body, e.n = e.body[:0], 0
 	return dst
 }
 

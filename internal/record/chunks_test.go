@@ -45,7 +45,7 @@ func equalChunkSeries(a, b []RefChunkSeries) bool {
 
 func TestChunkSeriesRoundTrip(t *testing.T) {
 	want := chunkSeriesFixture()
-	rec := EncodeChunkSeries(nil, want)
+	rec := encodeChunkSeries(want)
 	var d Decoder
 	got, err := d.ChunkSeries(rec, nil)
 	if err != nil {
@@ -70,7 +70,7 @@ func TestChunkSeriesRoundTrip(t *testing.T) {
 
 func TestChunkSeriesAliasChunks(t *testing.T) {
 	want := chunkSeriesFixture()
-	rec := EncodeChunkSeries(nil, want)
+	rec := encodeChunkSeries(want)
 	d := Decoder{AliasChunks: true}
 	got, err := d.ChunkSeries(rec, nil)
 	if err != nil {
@@ -97,7 +97,7 @@ func TestChunkSeriesAliasChunks(t *testing.T) {
 }
 
 func TestChunkSeriesRejects(t *testing.T) {
-	good := EncodeChunkSeries(nil, chunkSeriesFixture())
+	good := encodeChunkSeries(chunkSeriesFixture())
 	cases := map[string][]byte{
 		"wrong type":     append([]byte{byte(Series)}, good[1:]...),
 		"truncated":      good[:len(good)-1],
@@ -124,8 +124,8 @@ func TestChunkSeriesRejects(t *testing.T) {
 //
 //	go test ./internal/record -run NONE -fuzz FuzzDecodeChunkSeries -fuzztime 60s
 func FuzzDecodeChunkSeries(f *testing.F) {
-	f.Add(EncodeChunkSeries(nil, nil))
-	f.Add(EncodeChunkSeries(nil, chunkSeriesFixture()))
+	f.Add(encodeChunkSeries(nil))
+	f.Add(encodeChunkSeries(chunkSeriesFixture()))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		var d Decoder
 		got, err := d.ChunkSeries(rec, nil)
@@ -135,7 +135,7 @@ func FuzzDecodeChunkSeries(f *testing.F) {
 			}
 			return
 		}
-		again, err := d.ChunkSeries(EncodeChunkSeries(nil, got), nil)
+		again, err := d.ChunkSeries(encodeChunkSeries(got), nil)
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
@@ -233,4 +233,13 @@ func FuzzDecodeExemplars(f *testing.F) {
 			}
 		}
 	})
+}
+
+// encodeChunkSeries returns the record of series.
+func encodeChunkSeries(series []RefChunkSeries) []byte {
+	var e ChunkSeriesEncoder
+	for i := range series {
+		e.Add(&series[i])
+	}
+	return e.Record(nil)
 }
