@@ -527,93 +527,50 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.
 }
 
 // stripeSeries holds all series of the head, findable by ref (refs, read
-// without a lock) and by label hash. The hash map is striped so that
+// without a lock) and by label hash. The hash table is striped so that
 // appenders creating different series rarely share a lock: a series is in
-// by-hash stripe hash&mask, guarded by the lock of the same index.
-// symbols holds the series' label strings.
+// stripe hash&mask, guarded by its lock. symbols holds the series' label
+// strings.
 type stripeSeries struct {
 	mask    uint64
-	locks   []paddedRWMutex
+	stripes []seriesStripe
 	refs    *refTable
-	byHash  []seriesHashMap
 	symbols *symbolTable
 }
 
-// paddedRWMutex keeps neighbouring stripe locks on separate cache lines.
-type paddedRWMutex struct {
-	sync.RWMutex
-	_ [40]byte
-}
-
 func newStripeSeries(stripes int) *stripeSeries {
-	s := &stripeSeries{
+	return &stripeSeries{
 		mask:    uint64(stripes - 1),
-		locks:   make([]paddedRWMutex, stripes),
+		stripes: make([]seriesStripe, stripes),
 		refs:    newRefTable(),
-		byHash:  make([]seriesHashMap, stripes),
 		symbols: newSymbolTable(),
 	}
-	for i := range s.byHash {
-		s.byHash[i] = seriesHashMap{unique: map[uint64]*memSeries{}}
-	}
-	return s
 }
 
 func (s *stripeSeries) getByRef(ref storage.SeriesRef) *memSeries { return s.refs.get(ref) }
 
 func (s *stripeSeries) getByHash(hash uint64, lset labels.Labels) *memSeries {
-	i := hash & s.mask
-	s.locks[i].RLock()
-	ms := s.byHash[i].get(hash, lset, s.symbols)
-	s.locks[i].RUnlock()
+	st := &s.stripes[hash&s.mask]
+	st.RLock()
+	ms := st.get(hash, lset, s.symbols)
+	st.RUnlock()
 	return ms
 }
 
 // getOrSet returns the series with lset's labels, adding the one made by
 // create if there is none. created tells which happened.
 func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, create func() *memSeries) (ms *memSeries, created bool) {
-	i := hash & s.mask
-	s.locks[i].Lock()
-	if ms = s.byHash[i].get(hash, lset, s.symbols); ms != nil {
-		s.locks[i].Unlock()
+	st := &s.stripes[hash&s.mask]
+	st.Lock()
+	if ms = st.get(hash, lset, s.symbols); ms != nil {
+		st.Unlock()
 		return ms, false
 	}
 	ms = create()
-	s.byHash[i].set(hash, ms)
-	s.locks[i].Unlock()
+	st.set(hash, ms)
+	st.Unlock()
 	s.refs.add(ms)
 	return ms, true
-}
-
-// seriesHashMap maps a label hash to its series. Hash collisions are rare,
-// so colliding series go to a second map rather than making every entry a
-// slice.
-type seriesHashMap struct {
-	unique    map[uint64]*memSeries
-	conflicts map[uint64][]*memSeries
-}
-
-func (m *seriesHashMap) get(hash uint64, lset labels.Labels, t *symbolTable) *memSeries {
-	if s, ok := m.unique[hash]; ok && t.equal(s.syms, lset) {
-		return s
-	}
-	for _, s := range m.conflicts[hash] {
-		if t.equal(s.syms, lset) {
-			return s
-		}
-	}
-	return nil
-}
-
-func (m *seriesHashMap) set(hash uint64, s *memSeries) {
-	if _, ok := m.unique[hash]; !ok {
-		m.unique[hash] = s
-		return
-	}
-	if m.conflicts == nil {
-		m.conflicts = map[uint64][]*memSeries{}
-	}
-	m.conflicts[hash] = append(m.conflicts[hash], s)
 }
 
 // all yields every series, in the order of their refs. Series created or

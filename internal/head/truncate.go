@@ -232,37 +232,12 @@ func (st *startTimes) truncate(mint int64) {
 	}
 }
 
-// remove takes a series, whose labels hash to hash, out of both maps.
+// remove takes a series, whose labels hash to hash, out of both tables.
 func (s *stripeSeries) remove(ms *memSeries, hash uint64) {
-	i := hash & s.mask
-	s.locks[i].Lock()
-	s.byHash[i].del(hash, ms)
-	s.locks[i].Unlock()
+	st := &s.stripes[hash&s.mask]
+	st.Lock()
+	st.del(hash, ms)
+	st.Unlock()
 
 	s.refs.remove(ms)
-}
-
-// del removes s from the map.
-func (m *seriesHashMap) del(hash uint64, s *memSeries) {
-	if m.unique[hash] == s {
-		delete(m.unique, hash)
-		// Promote a colliding series, if any, so that get finds it.
-		if c := m.conflicts[hash]; len(c) > 0 {
-			m.unique[hash] = c[0]
-			m.setConflicts(hash, c[1:])
-		}
-		return
-	}
-	c := m.conflicts[hash]
-	if i := slices.Index(c, s); i >= 0 {
-		m.setConflicts(hash, slices.Delete(slices.Clone(c), i, i+1))
-	}
-}
-
-func (m *seriesHashMap) setConflicts(hash uint64, c []*memSeries) {
-	if len(c) == 0 {
-		delete(m.conflicts, hash)
-		return
-	}
-	m.conflicts[hash] = c
 }

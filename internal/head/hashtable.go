@@ -1,0 +1,130 @@
+package head
+
+import (
+	"math/bits"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// seriesStripe is a lock stripe of the series found by label hash: those
+// whose hash is its index modulo the stripe count, in an open-addressing
+// table of hash and series (linear probing), on the cache line of the
+// stripe's lock.
+//
+// It replaced a Go map per stripe. Every sample a remote-write request
+// names by labels is looked up here, and at a million series a lookup in
+// one of 4096 maps missed the cache on the map, its directory, its table
+// and its group in turn: a quarter of the ingest's CPU. Here the stripe,
+// its lock included, is one line and the slot the next.
+//
+// Series whose hashes collide take a slot each; a lookup compares the
+// labels of each slot with its hash.
+type seriesStripe struct {
+	sync.RWMutex
+	// slots has a power-of-two length, or none; a slot with no series
+	// is empty. A series sits at its hash's home slot or after it,
+	// with no empty slot between.
+	slots []hashSlot
+	used  int
+	_     [8]byte
+}
+
+type hashSlot struct {
+	hash uint64
+	s    *memSeries
+}
+
+// home returns the slot where the search for hash starts: its top bits,
+// which the stripe index (its low bits) leaves independent.
+func (t *seriesStripe) home(hash uint64) int {
+	return int(hash >> (64 - bits.TrailingZeros(uint(len(t.slots)))))
+}
+
+// get returns the series with hash and the labels lset, nil if there is
+// none. The stripe must be locked.
+func (t *seriesStripe) get(hash uint64, lset labels.Labels, syms *symbolTable) *memSeries {
+	if len(t.slots) == 0 {
+		return nil
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(hash); ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		if sl.s == nil {
+			return nil
+		}
+		if sl.hash == hash && syms.equal(sl.s.syms, lset) {
+			return sl.s
+		}
+	}
+}
+
+// minStripeSlots is the length of a stripe's table when it takes its first
+// series.
+const minStripeSlots = 8
+
+// set adds s, whose labels hash to hash, growing the table past seven
+// eighths full. The stripe must be write-locked.
+func (t *seriesStripe) set(hash uint64, s *memSeries) {
+	if (t.used+1)*8 > len(t.slots)*7 {
+		t.resize(max(minStripeSlots, 2*len(t.slots)))
+	}
+	t.put(hashSlot{hash, s})
+	t.used++
+}
+
+// put puts sl in the first empty slot from its home.
+func (t *seriesStripe) put(sl hashSlot) {
+	mask := len(t.slots) - 1
+	i := t.home(sl.hash)
+	for t.slots[i].s != nil {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = sl
+}
+
+// del removes s, whose labels hash to hash, if it is there, shrinking the
+// table below an eighth full. The stripe must be write-locked.
+func (t *seriesStripe) del(hash uint64, s *memSeries) {
+	if len(t.slots) == 0 {
+		return
+	}
+	mask := len(t.slots) - 1
+	i := t.home(hash)
+	for t.slots[i].s != s {
+		if t.slots[i].s == nil {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	// Move back each following slot that may sit at i, so that no empty
+	// slot is left between a series and its home.
+	for j := (i + 1) & mask; t.slots[j].s != nil; j = (j + 1) & mask {
+		// The slot at j may move to i unless its home is in (i, j],
+		// cyclically.
+		if h := t.home(t.slots[j].hash); (j-h)&mask < (j-i)&mask {
+			continue
+		}
+		t.slots[i] = t.slots[j]
+		i = j
+	}
+	t.slots[i] = hashSlot{}
+	t.used--
+	switch {
+	case t.used == 0:
+		t.slots = nil
+	case len(t.slots) > minStripeSlots && t.used*8 < len(t.slots):
+		t.resize(len(t.slots) / 2)
+	}
+}
+
+// resize moves the series to a table of n slots.
+func (t *seriesStripe) resize(n int) {
+	old := t.slots
+	t.slots = make([]hashSlot, n)
+	for _, sl := range old {
+		if sl.s != nil {
+			t.put(sl)
+		}
+	}
+}
