@@ -7,13 +7,13 @@ import (
 )
 
 // minGCHeadroom is the least the heap may grow between collections.
-// defaultGOGC's 30% of a large head's heap is tens of MiB or more, but
+// defaultGOGC's 15% of a large head's heap is tens of MiB or more, but
 // of a small one's it is a few: at 10k series about 3 MiB over 10 MiB
-// live, while a range query over a day allocates 6-8 MiB (its series'
-// labels and chunk lists, its answer) and so ran two collections, each
-// marking the whole live heap, which took a fifth of the query's CPU
-// (docs/benchmarks.md). 16 MiB of headroom is what GOGC=30 gives a
-// 53 MiB live heap; a larger heap keeps its 30%.
+// live (at 30%), while a range query over a day allocates 6-8 MiB (its
+// series' labels and chunk lists, its answer) and so ran two
+// collections, each marking the whole live heap, which took a fifth of
+// the query's CPU (docs/benchmarks.md). 16 MiB of headroom is what 15%
+// gives a 107 MiB live heap; a larger heap keeps its 15%.
 const minGCHeadroom = 16 << 20
 
 // maxGCPercent bounds the percentage a tiny live heap would need.
