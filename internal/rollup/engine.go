@@ -72,10 +72,11 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		}
 		return e.opts.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval)
 	}
-	// An instant query reads each window once in the engine too: it
-	// has nothing to gain.
+	// An instant query gains too, though the engine reads its one window
+	// once: the engine copies the window and reads the series on one
+	// core, the rollup does neither.
 	var pl *plan
-	if interval > 0 && !e.opts.DelayedNameRemoval && (opts == nil || !opts.EnablePerStepStats()) {
+	if !e.opts.DelayedNameRemoval && (opts == nil || !opts.EnablePerStepStats()) {
 		pl = newPlan(e.opts.Parser, qs)
 	}
 	if pl == nil {

@@ -220,7 +220,7 @@ func TestAgainstEngine(t *testing.T) {
 		}
 		return q.Exec(ctx), q.Close
 	}
-	nonEmpty := 0
+	nonEmpty, instantTaken := 0, int64(0)
 	for _, qs := range diffQueries {
 		for round := range 6 {
 			start := t0 + rng.Int64N(dataSpan)
@@ -238,7 +238,11 @@ func TestAgainstEngine(t *testing.T) {
 			}
 			name := fmt.Sprintf("%s/%d-%d/%s/round %d", qs, start-t0, end-t0, step, round)
 			want, closeWant := run(prom, qs, timestamp.Time(start), timestamp.Time(end), step, opts)
+			before := e.taken.Load()
 			got, closeGot := run(e, qs, timestamp.Time(start), timestamp.Time(end), step, opts)
+			if step == 0 {
+				instantTaken += e.taken.Load() - before
+			}
 			if diff := compareResults(qs, got, want); diff != "" {
 				t.Errorf("%s: %s", name, diff)
 			}
@@ -249,9 +253,12 @@ func TestAgainstEngine(t *testing.T) {
 			closeGot()
 		}
 	}
-	t.Logf("%d queries evaluated inners; %d answers had points", e.taken.Load(), nonEmpty)
+	t.Logf("%d queries evaluated inners, %d of them instant; %d answers had points", e.taken.Load(), instantTaken, nonEmpty)
 	if n := e.taken.Load(); n < int64(len(diffQueries))*3 {
 		t.Errorf("only %d queries evaluated inners", n)
+	}
+	if instantTaken < int64(len(diffQueries))/2 {
+		t.Errorf("only %d instant queries evaluated inners", instantTaken)
 	}
 	if nonEmpty < len(diffQueries)*4 {
 		t.Errorf("only %d answers had points", nonEmpty)
