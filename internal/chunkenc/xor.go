@@ -95,9 +95,11 @@ type XORAppender struct {
 	// detached is how many of the chunk's leading bytes Detach handed off.
 	detached uint32
 	num      uint16 // samples appended; mirrors the header while none is detached
-	free     uint8  // unused low bits of the last byte (bitWriter.free)
-	leading  uint8  // leading zeros of the current XOR window
-	sigbits  uint8  // width of the current XOR window; trailing = 64-leading-sigbits
+	// numDetach is num at the last Detach.
+	numDetach uint16
+	free      uint8 // unused low bits of the last byte (bitWriter.free)
+	leading   uint8 // leading zeros of the current XOR window
+	sigbits   uint8 // width of the current XOR window; trailing = 64-leading-sigbits
 }
 
 // writer returns the chunk's memory as a bitWriter, for a write to be
@@ -164,7 +166,31 @@ func (a *XORAppender) Detach(n int) {
 	buf := a.Bytes()
 	a.len = uint32(copy(buf, buf[n:]))
 	a.detached += uint32(n)
+	a.numDetach = a.num
 }
+
+// SinceDetach returns the number of samples appended since the last
+// Detach, or since Reset if none.
+func (a *XORAppender) SinceDetach() int { return int(a.num - a.numDetach) }
+
+// Shrink moves the chunk to memory of the initial capacity if it holds
+// more and what it has fits there with room for a sample: for the owner
+// of a chunk that grew while it could not detach bytes.
+func (a *XORAppender) Shrink() {
+	if b := a.Bytes(); a.cap > xorChunkInitialCap && len(b)+XORSampleMaxBytes <= xorChunkInitialCap {
+		w := bitWriter{buf: append(make([]byte, 0, xorChunkInitialCap), b...), free: a.free}
+		a.setWriter(&w)
+	}
+}
+
+// XORSampleMaxBytes is the most an Append adds to a chunk's length: a
+// varint timestamp or delta (10 bytes) and a value (at most 77 bits).
+const XORSampleMaxBytes = 20
+
+// Room returns how many bytes the chunk's memory has after its last one:
+// Append moves the chunk to larger memory only if that is fewer than
+// XORSampleMaxBytes.
+func (a *XORAppender) Room() int { return int(a.cap - a.len) }
 
 // Detached returns how many of the chunk's leading bytes were detached.
 func (a *XORAppender) Detached() int { return int(a.detached) }

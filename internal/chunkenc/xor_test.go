@@ -637,12 +637,25 @@ func TestXORDetach(t *testing.T) {
 				var held []byte // what the owner of the detached bytes keeps
 				for i, s := range samples {
 					whole.Append(s.t, math.Float64frombits(s.v))
+					before := len(c.Bytes())
 					c.Append(s.t, math.Float64frombits(s.v))
+					if grew := len(c.Bytes()) - before; grew > XORSampleMaxBytes {
+						t.Fatalf("sample %d took %d bytes, more than XORSampleMaxBytes", i, grew)
+					}
 					if rng.IntN(8) == 0 {
 						f := c.Finished()
 						n := rng.IntN(len(f) + 1)
 						held = append(held, f[:n]...)
 						c.Detach(n)
+						if c.SinceDetach() != 0 {
+							t.Fatalf("sample %d: %d samples since Detach", i, c.SinceDetach())
+						}
+						if rng.IntN(2) == 0 {
+							c.Shrink()
+							if size := len(c.Bytes()) + c.Room(); len(c.Bytes())+XORSampleMaxBytes <= xorChunkInitialCap && size != xorChunkInitialCap {
+								t.Fatalf("sample %d: %d bytes left in memory of %d after Shrink", i, len(c.Bytes()), size)
+							}
+						}
 					}
 					if c.Detached() != len(held) {
 						t.Fatalf("sample %d: Detached %d, held %d", i, c.Detached(), len(held))

@@ -134,11 +134,12 @@ func (h *Head) compactChunkLists() {
 	}
 }
 
-// spillReplayed spills the open chunks replay filled past their first
-// part (see spillOpen), which replay does not do as it goes: a write per
-// part made it a third slower. It runs in the background once the head
-// takes writes, a write per series (a second or so at a million), which
-// appenders may have spilled meanwhile.
+// spillReplayed spills the open chunks replay filled (see spillOpen),
+// which replay does not do as it goes: a write per part made it a third
+// slower. It runs in the background once the head takes writes, a write
+// per series (a second or so at a million), which appenders may have
+// spilled meanwhile, and moves the chunks' memory, grown during replay,
+// back to its first allocation.
 func (h *Head) spillReplayed() {
 	m := &chunkMem{samples: h.opts.ChunkSamples, arena: h.arena}
 	if m.samples < minSpillSamples {
@@ -146,8 +147,11 @@ func (h *Head) spillReplayed() {
 	}
 	for s := range h.series.all() {
 		s.mu.Lock()
-		if s.open == chunkenc.EncXOR && s.spill == nil && s.xor.NumSamples() >= m.samples/spillParts {
-			s.spillOpen(m)
+		if s.open == chunkenc.EncXOR {
+			if s.spill == nil {
+				s.spillOpen(m)
+			}
+			s.xor.Shrink()
 		}
 		s.mu.Unlock()
 	}

@@ -279,22 +279,26 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 	s.xor.Append(s.maxt, s.lastV, t, v)
 	s.maxt = t
 	s.lastV = v
-	if n := s.xor.NumSamples(); m.samples >= minSpillSamples && !m.noSpill && n%(m.samples/spillParts) == 0 && n < m.samples {
+	x := &s.xor
+	if m.samples >= minSpillSamples && !m.noSpill && x.Room() < chunkenc.XORSampleMaxBytes && x.SinceDetach() >= minPartSamples && x.NumSamples() < m.samples {
 		s.spillOpen(m)
 	}
 }
 
-// spillParts is how many parts an open chunk of the full sample count
-// is written in (see spillOpen): its memory holds one part at most. Each
-// part is a write, about a microsecond. At a million series thirds kept
-// 189 bytes a series in memory; sixths keep about half, for three more
-// writes a chunk (BenchmarkAppend, values=noisy: +12%).
-const spillParts = 6
+// An open chunk writes out a part (see spillOpen) when its memory may not
+// hold the next sample, if the part has minPartSamples at least. The
+// memory of most series then stays at its first allocation, 64 bytes: a
+// part of 45-64 bytes holds 10-25 samples of an exporter's counters and
+// gauges. Series whose values take more than about 5 bytes a sample
+// grow it once or twice, so that a part is not a write (about a
+// microsecond) for every few samples. Parts of a fixed share of the
+// chunk would keep the memory at what the largest share needed: 118
+// bytes a series in a heap profile at a million series with sixths.
+const minPartSamples = 8
 
-// minSpillBytes is the shortest part spillOpen writes: a shorter one
-// fits in the chunk's first allocation (64 bytes) beside the next, so
-// writing it would cost a write and save no memory. Constant or slowly
-// changing series then write none or one.
+// minSpillBytes is the shortest part spillOpen writes. Appends write
+// longer ones; after replay (spillReplayed) a shorter one stays in
+// memory, where it fits in the first allocation with the next samples.
 const minSpillBytes = 32
 
 // minSpillSamples is the smallest chunk size at which open chunks spill:

@@ -202,9 +202,8 @@ func checkClosedChunks(t *testing.T, h *Head) {
 }
 
 // TestSpillSkipsShortParts checks that an open chunk writes out a part
-// only when it is long enough to save memory (minSpillBytes): a constant
-// series writes none in half a chunk, a noisy one one at every part and
-// keeps no more than a part in memory.
+// only when its memory is nearly full: a constant series writes none in
+// half a chunk, a noisy one several, its memory grown at most twice.
 func TestSpillSkipsShortParts(t *testing.T) {
 	opts := DefaultOptions()
 	opts.WALDir = t.TempDir()
@@ -232,10 +231,61 @@ func TestSpillSkipsShortParts(t *testing.T) {
 		switch {
 		case name == "constant" && x.Detached() != 0:
 			t.Errorf("constant series: %d bytes written out in %d samples", x.Detached(), n)
-		case name == "noisy" && (s.spill == nil || len(x.Bytes()) > opts.ChunkSamples/spillParts*9):
-			// A noisy value takes up to 9 bytes.
-			t.Errorf("noisy series: %d bytes written out, %d in memory", x.Detached(), len(x.Bytes()))
+		case name == "noisy" && (s.spill == nil || len(x.Bytes())+x.Room() > 128):
+			t.Errorf("noisy series: %d bytes written out, %d in memory of %d", x.Detached(), len(x.Bytes()), len(x.Bytes())+x.Room())
 		}
 		s.mu.Unlock()
 	}
+}
+
+// TestSpillKeepsMemorySmall checks what an open chunk keeps in memory
+// between its parts: its first allocation for a counter, at most two
+// growths of it for random values, and, after replay, which fills open
+// chunks without writing parts, the first allocation again.
+func TestSpillKeepsMemorySmall(t *testing.T) {
+	opts := DefaultOptions()
+	opts.CheckpointOnClose = false // replay the samples from the WAL
+	opts.WALDir = t.TempDir()
+	opts.ChunkDir = filepath.Join(opts.WALDir, "chunks_head")
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter, noisy := labels.FromStrings("__name__", "counter"), labels.FromStrings("__name__", "noisy")
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range opts.ChunkSamples * 2 / 3 {
+		app := h.Appender(context.Background())
+		mustAppend(t, app, counter, int64(i)*15000, float64(i*1000+rng.IntN(1000)))
+		mustAppend(t, app, noisy, int64(i)*15000, rng.Float64())
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(h *Head, when string, noisyLimit int) {
+		t.Helper()
+		for s := range h.series.all() {
+			s.mu.Lock()
+			x := &s.xor
+			name, size := h.labelsOf(s).Get("__name__"), len(x.Bytes())+x.Room()
+			limit := 64
+			if name == "noisy" {
+				limit = noisyLimit
+			}
+			if s.spill == nil || size > limit {
+				t.Errorf("%s: %s series: %d bytes written out, %d in memory of %d", when, name, x.Detached(), len(x.Bytes()), size)
+			}
+			s.mu.Unlock()
+		}
+	}
+	check(h, "after appends", 128)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err = Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.background.Wait()
+	check(h, "after replay", 64)
 }
