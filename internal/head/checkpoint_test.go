@@ -407,6 +407,7 @@ func TestCheckpointDecimalChunks(t *testing.T) {
 	opts := DefaultOptions()
 	opts.WALDir = dir
 	opts.OutOfOrderWindow = math.MaxInt64
+	opts.ChunkSamples = 120 // 200 samples are two chunks to join
 	h, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -141,7 +141,7 @@ func (h *Head) compactChunkLists() {
 // spilled meanwhile, and moves the chunks' memory, grown during replay,
 // back to its first allocation.
 func (h *Head) spillReplayed() {
-	m := &chunkMem{samples: h.opts.ChunkSamples, arena: h.arena}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena}
 	if m.samples < minSpillSamples {
 		return
 	}

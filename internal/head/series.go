@@ -332,7 +332,7 @@ func (s *memSeries) spillOpen(m *chunkMem) {
 	}
 	// The whole chunk, if the rest is like what came so far, and an
 	// eighth more.
-	whole := len(f) * m.samples / c.NumSamples()
+	whole := len(f) * s.samplesAtCut(m) / c.NumSamples()
 	size := whole + whole/8 + 16
 	if size > min(maxArenaChunk, math.MaxUint16) {
 		return
@@ -349,6 +349,23 @@ func (s *memSeries) spillOpen(m *chunkMem) {
 	c.Detach(len(f))
 	s.spill, s.spillLen = unsafe.SliceData(region), uint16(size)
 	m.arena.addOpen(1)
+}
+
+// samplesAtCut returns how many samples the open XOR chunk will hold when
+// it is cut if the series goes on at the interval of its samples so far:
+// the chunk size, or fewer if the chunk's block range ends first (at a
+// 60s interval, every chunk of 240 samples is cut at two hours).
+func (s *memSeries) samplesAtCut(m *chunkMem) int {
+	n := s.xor.NumSamples()
+	if m.blockRange <= 0 || n < 2 || s.maxt <= s.headMint {
+		return m.samples
+	}
+	end := rangeStart(s.headMint, m.blockRange) + m.blockRange
+	interval := (s.maxt - s.headMint) / int64(n-1)
+	if interval <= 0 || s.maxt >= end {
+		return m.samples
+	}
+	return int(min(int64(m.samples), int64(n)+(end-1-s.maxt)/interval))
 }
 
 // spillRegion returns the region spill points to, nil if none.

@@ -289,3 +289,32 @@ func TestSpillKeepsMemorySmall(t *testing.T) {
 	h.background.Wait()
 	check(h, "after replay", 64)
 }
+
+// TestSamplesAtCut checks the estimate of an open chunk's samples at its
+// cut that sizes the region its parts are written to.
+func TestSamplesAtCut(t *testing.T) {
+	const hour = 3600 * 1000
+	for _, c := range []struct {
+		name                 string
+		blockRange, headMint int64
+		interval             int64
+		n, want              int
+	}{
+		{"15s from the range's start", 2 * hour, 0, 15000, 10, 240},
+		{"15s from 90 minutes in", 2 * hour, 3 * hour / 2, 15000, 10, 120},
+		{"60s from the range's start", 2 * hour, 0, 60000, 10, 120},
+		{"60s, a negative range", 2 * hour, -2 * hour, 60000, 30, 120},
+		{"no block range", 0, 0, 60000, 10, 240},
+		{"one sample", 2 * hour, 0, 60000, 1, 240},
+	} {
+		s := &memSeries{headMint: c.headMint, maxt: math.MinInt64}
+		for i := range c.n {
+			s.maxt = c.headMint + int64(i)*c.interval
+			s.xor.Append(s.maxt-c.interval, 1, s.maxt, 1)
+		}
+		m := &chunkMem{samples: 240, blockRange: c.blockRange}
+		if got := s.samplesAtCut(m); got != c.want {
+			t.Errorf("%s: %d samples at the cut, want %d", c.name, got, c.want)
+		}
+	}
+}
