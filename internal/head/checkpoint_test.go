@@ -371,14 +371,7 @@ func TestReplayCompactsChunkLists(t *testing.T) {
 	want := map[string][]sample{}
 	// 5 closed chunks per series: a list grown by doubling has room for 8.
 	writeBatches(t, h, 20, 5*opts.ChunkSamples+1, 0, want)
-	if err := h.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h, err = Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h = reopen(t, h, opts)
 	assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
 	for s := range h.series.all() {
 		if len(s.chunks) != 5 || cap(s.chunks) != len(s.chunks) {

@@ -71,6 +71,21 @@ func mustAppend(t *testing.T, app storage.Appender, lset labels.Labels, ts int64
 	}
 }
 
+// reopen closes h and opens the head again with opts, to be closed when
+// the test ends.
+func reopen(t *testing.T, h *Head, opts Options) *Head {
+	t.Helper()
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
 var all = labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")
 
 func TestAppendAndQuery(t *testing.T) {

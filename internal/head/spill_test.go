@@ -278,14 +278,7 @@ func TestSpillKeepsMemorySmall(t *testing.T) {
 		}
 	}
 	check(h, "after appends", 128)
-	if err := h.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h, err = Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h = reopen(t, h, opts)
 	h.background.Wait()
 	check(h, "after replay", 64)
 }

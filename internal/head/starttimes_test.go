@@ -110,14 +110,7 @@ func TestStartTimes(t *testing.T) {
 				}
 			}
 			check(h)
-			if err := h.Close(); err != nil {
-				t.Fatal(err)
-			}
-			h, err = Open(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
+			h = reopen(t, h, opts)
 			check(h)
 		})
 	}
