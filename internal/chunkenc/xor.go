@@ -12,11 +12,9 @@ import (
 const xorChunkHeaderSize = 2
 
 // xorChunkInitialCap is the capacity a chunk's memory starts with. The
-// head cuts a new chunk about every 120 samples and then reuses the open
-// chunk's memory (Reset), so the slice grows to what a series needs during
-// its first chunk and keeps that capacity for good. Starting small costs a
-// series two or three growths once, and saves every short-lived or quiet
-// series the difference: BenchmarkSeriesMemory (head) measured 1140 bytes
+// head writes an open chunk out in parts as this memory fills (Detach)
+// and reuses it for the next chunk (Reset), so most series never grow it.
+// Starting small saves every short-lived or quiet series the difference: BenchmarkSeriesMemory (head) measured 1140 bytes
 // per series with 1-4 samples at a 256-byte start and 948 at 64, and the
 // same 1152 at 120 samples either way.
 const xorChunkInitialCap = 64
@@ -116,8 +114,7 @@ func (a *XORAppender) setWriter(w *bitWriter) {
 // some if it has none. Slices returned by Bytes before must no longer be
 // read: the next Append overwrites them.
 func (a *XORAppender) Reset() {
-	// The byte slice is pre-sized for about 120 samples so a typical chunk
-	// never reallocates; see xorChunkInitialCap.
+	// A chunk without memory gets xorChunkInitialCap bytes.
 	buf := unsafe.Slice(a.buf, a.cap)
 	if a.cap < xorChunkHeaderSize {
 		buf = make([]byte, xorChunkInitialCap)

@@ -14,10 +14,10 @@ import (
 )
 
 // chunkArenaBlock is the size of the blocks closed chunks are copied into
-// when they are kept in memory. A closed XOR chunk of 120 samples takes
-// 150-900 bytes, so a 1 MiB block holds over a thousand of them: cutting a
-// chunk then costs an allocation once per thousand chunks instead of every
-// time, which profiles of the append and replay paths showed as their main
+// when they are kept in memory. A closed XOR chunk of 240 samples takes
+// 300-1800 bytes, so a 1 MiB block holds over five hundred of them:
+// cutting a chunk then costs an allocation once per hundreds of chunks
+// instead of every time, which profiles of the append and replay paths showed as their main
 // remaining allocation.
 const chunkArenaBlock = 1 << 20
 

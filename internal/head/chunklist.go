@@ -9,9 +9,9 @@ import (
 )
 
 // headChunk is a closed chunk in a series' list: 24 bytes where a
-// chunkenc.Meta takes 48. A head holds a few per series (a chunk of 120
-// samples every 30 minutes at a 15 s interval, for up to three hours), and
-// at 48 bytes the lists were an eighth of the head's memory.
+// chunkenc.Meta takes 48. A head holds a few per series (a chunk of 240
+// samples every hour at a 15 s interval, for up to three hours), and at
+// 48 bytes the lists were an eighth of the head's memory.
 //
 // The chunk's bytes are in the arena (or, for a large one, on the heap):
 // data points at the first of them. span is maxt-mint; append cuts a chunk
@@ -25,8 +25,8 @@ type headChunk struct {
 }
 
 // sizeBits is the width of a headChunk's size: 512 MiB, far above any
-// chunk. A chunk is cut at 120 samples (an XOR chunk of 120 samples takes
-// at most 2.3 KiB, of 65535 samples 1.2 MiB) or past histChunkMaxBytes,
+// chunk. A chunk is cut at 240 samples (an XOR chunk of 240 samples takes
+// at most 4.6 KiB, of 65535 samples 1.2 MiB) or past histChunkMaxBytes,
 // so the largest holds one histogram sample, whose encoding is about as
 // long as it was in a request, and requests are decoded up to 128 MiB.
 const sizeBits = 29
@@ -61,9 +61,10 @@ func (c headChunk) meta() chunkenc.Meta {
 // appendChunk appends c to a series' list of closed chunks, growing a
 // full one by a quarter, or two entries if that is more. A series keeps
 // a few chunks between truncations: at a 15 s interval and two-hour
-// blocks, three after a truncation and seven before the next. Append's
-// doubling grew such a list to room for twelve (288 bytes, 168 used);
-// this grows it to five and seven.
+// blocks, one or two after a truncation and up to four before the next,
+// for which this grows a list to two and four entries. (With chunks of
+// 120 samples, three and seven, append's doubling grew lists to room for
+// twelve: 288 bytes, 168 used.)
 func appendChunk(list []headChunk, c headChunk) []headChunk {
 	if len(list) == cap(list) {
 		grown := make([]headChunk, len(list), len(list)+max(2, len(list)/4))

@@ -357,7 +357,7 @@ func (s *memSeries) spillOpen(m *chunkMem) {
 // 60s interval, every chunk of 240 samples is cut at two hours).
 func (s *memSeries) samplesAtCut(m *chunkMem) int {
 	n := s.xor.NumSamples()
-	if m.blockRange <= 0 || n < 2 || s.maxt <= s.headMint {
+	if m.blockRange <= 0 || n < 2 {
 		return m.samples
 	}
 	end := rangeStart(s.headMint, m.blockRange) + m.blockRange
