@@ -74,7 +74,7 @@ func (c *XORChunk) Append(t int64, v float64) {
 
 // XORAppender is an open XOR chunk but for its last sample, which Append
 // is given: the head keeps it in each series, which holds that sample
-// anyway, so that an open chunk adds 40 bytes to the series and no object
+// anyway, so that an open chunk adds 32 bytes to the series and no object
 // of its own. The zero value is an empty chunk without memory; Reset
 // empties a chunk and keeps its memory.
 //
@@ -90,24 +90,34 @@ type XORAppender struct {
 	buf      *byte
 	tDelta   int64 // last timestamp delta (wraps like int64 arithmetic)
 	len, cap uint32
-	// detached is how many of the chunk's leading bytes Detach handed off.
-	detached uint32
+	// detached is how many of the chunk's leading bytes Detach handed off,
+	// at most math.MaxUint16 (see Detach).
+	detached uint16
 	num      uint16 // samples appended; mirrors the header while none is detached
 	// numDetach is num at the last Detach.
 	numDetach uint16
-	free      uint8 // unused low bits of the last byte (bitWriter.free)
-	leading   uint8 // leading zeros of the current XOR window
-	sigbits   uint8 // width of the current XOR window; trailing = 64-leading-sigbits
+	// leadFree is the leading zeros of the current XOR window (at most
+	// maxLeading) above the unused low bits of the last byte
+	// (bitWriter.free, under 8), in one byte so that the appender is 32.
+	leadFree uint8
+	sigbits  uint8 // width of the current XOR window; trailing = 64-leading-sigbits
 }
+
+// free returns the unused low bits of the chunk's last byte.
+func (a *XORAppender) free() uint8 { return a.leadFree & 7 }
+
+// leading returns the leading zeros of the current XOR window.
+func (a *XORAppender) leading() uint8 { return a.leadFree >> 3 }
 
 // writer returns the chunk's memory as a bitWriter, for a write to be
 // stored back with setWriter.
 func (a *XORAppender) writer() bitWriter {
-	return bitWriter{buf: unsafe.Slice(a.buf, a.cap)[:a.len], free: a.free}
+	return bitWriter{buf: unsafe.Slice(a.buf, a.cap)[:a.len], free: a.free()}
 }
 
 func (a *XORAppender) setWriter(w *bitWriter) {
-	a.buf, a.len, a.cap, a.free = unsafe.SliceData(w.buf), uint32(len(w.buf)), uint32(cap(w.buf)), w.free
+	a.buf, a.len, a.cap = unsafe.SliceData(w.buf), uint32(len(w.buf)), uint32(cap(w.buf))
+	a.leadFree = a.leadFree&^7 | w.free
 }
 
 // Reset empties the chunk for reuse, keeping its memory, or giving it
@@ -146,7 +156,7 @@ func (a *XORAppender) Bytes() []byte { return unsafe.Slice(a.buf, a.len) }
 // result aliases the chunk's memory, as Bytes does.
 func (a *XORAppender) Finished() []byte {
 	n := a.len
-	if a.free != 0 {
+	if a.free() != 0 {
 		n--
 	}
 	return unsafe.Slice(a.buf, n)
@@ -155,14 +165,18 @@ func (a *XORAppender) Finished() []byte {
 // Detach drops the first n bytes of what Finished returned from the
 // chunk's memory, which keeps its capacity: the caller holds them now.
 // Bytes then returns only the bytes after all detached ones, and Append no
-// longer updates the header.
+// longer updates the header. The bytes detached in all are at most
+// math.MaxUint16: the head keeps them in a region of at most that.
 func (a *XORAppender) Detach(n int) {
 	if n > len(a.Finished()) {
 		panic("chunkenc: Detach of unfinished bytes")
 	}
+	if int(a.detached)+n > math.MaxUint16 {
+		panic("chunkenc: Detach of more than math.MaxUint16 bytes")
+	}
 	buf := a.Bytes()
 	a.len = uint32(copy(buf, buf[n:]))
-	a.detached += uint32(n)
+	a.detached += uint16(n)
 	a.numDetach = a.num
 }
 
@@ -175,7 +189,7 @@ func (a *XORAppender) SinceDetach() int { return int(a.num - a.numDetach) }
 // of a chunk that grew while it could not detach bytes.
 func (a *XORAppender) Shrink() {
 	if b := a.Bytes(); a.cap > xorChunkInitialCap && len(b)+XORSampleMaxBytes <= xorChunkInitialCap {
-		w := bitWriter{buf: append(make([]byte, 0, xorChunkInitialCap), b...), free: a.free}
+		w := bitWriter{buf: append(make([]byte, 0, xorChunkInitialCap), b...), free: a.free()}
 		a.setWriter(&w)
 	}
 }
@@ -230,7 +244,7 @@ func (a *XORAppender) Append(prevT int64, prevV float64, t int64, v float64) {
 		// 64 bits.
 		w.buf = binary.AppendVarint(w.buf, t)
 		w.writeBits(vb, 64)
-		a.leading, a.sigbits = 0, 64
+		a.leadFree, a.sigbits = a.leadFree&7, 64
 	case 1:
 		// Still byte-aligned: sample 0 was whole bytes. Differences are
 		// taken with int64 wrap-around, which decoding reverses exactly.
@@ -300,11 +314,11 @@ func (a *XORAppender) appendValue(w *bitWriter, code uint64, n uint8, x uint64) 
 	// 11 bits of a new window's description longer than x's own bits. This
 	// greedy choice also lets the first XOR use the initial 64-bit window
 	// when it is nearly that wide anyway.
-	if leading >= a.leading && trailing >= 64-a.leading-a.sigbits && a.sigbits <= sigbits+11 {
-		w.writeBits2(code<<2|0b10, n+2, x>>(64-a.leading-a.sigbits), a.sigbits)
+	if aLeading := a.leading(); leading >= aLeading && trailing >= 64-aLeading-a.sigbits && a.sigbits <= sigbits+11 {
+		w.writeBits2(code<<2|0b10, n+2, x>>(64-aLeading-a.sigbits), a.sigbits)
 		return
 	}
-	a.leading, a.sigbits = leading, sigbits
+	a.leadFree, a.sigbits = leading<<3|a.leadFree&7, sigbits
 	// '11', 5 bits of leading zeros, 6 bits of width (64 is written as 0).
 	header := code<<13 | 0b11<<11 | uint64(leading)<<6 | uint64(sigbits&63)
 	w.writeBits2(header, n+13, x>>trailing, sigbits)

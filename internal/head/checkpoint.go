@@ -215,7 +215,7 @@ func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cs.Chunks = chunks[:0]
-	for _, c := range s.chunks {
+	for _, c := range s.chunkList() {
 		cs.Chunks = append(cs.Chunks, c.meta())
 	}
 	if s.hasOpenSamples() {

@@ -374,8 +374,8 @@ func TestReplayCompactsChunkLists(t *testing.T) {
 	h = reopen(t, h, opts)
 	assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
 	for s := range h.series.all() {
-		if len(s.chunks) != 5 || cap(s.chunks) != len(s.chunks) {
-			t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", h.labelsOf(s), len(s.chunks), cap(s.chunks))
+		if chunks := s.chunkList(); len(chunks) != 5 || cap(chunks) != len(chunks) {
+			t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", h.labelsOf(s), len(chunks), cap(chunks))
 		}
 	}
 }
@@ -441,12 +441,12 @@ func TestCheckpointDecimalChunks(t *testing.T) {
 	defer h2.Close()
 	encodings := map[string][]chunkenc.Encoding{}
 	for s := range h2.series.all() {
-		for _, c := range s.chunks {
+		for _, c := range s.chunkList() {
 			encodings[h2.labelsOf(s).Get("kind")] = append(encodings[h2.labelsOf(s).Get("kind")], c.encoding())
 		}
 		if h2.labelsOf(s).Get("kind") == "crossing" {
-			if len(s.chunks) != 2 || s.chunks[0].maxt() >= opts.BlockRange || s.chunks[1].mint != opts.BlockRange {
-				t.Errorf("crossing series restored with %d chunks, the first to %d, want two split at %d", len(s.chunks), s.chunks[0].maxt(), opts.BlockRange)
+			if chunks := s.chunkList(); len(chunks) != 2 || chunks[0].maxt() >= opts.BlockRange || chunks[1].mint != opts.BlockRange {
+				t.Errorf("crossing series restored with %d chunks, the first to %d, want two split at %d", len(chunks), chunks[0].maxt(), opts.BlockRange)
 			}
 		}
 	}

@@ -125,8 +125,8 @@ func (ls *listSlab) appendChunk(list []headChunk, c headChunk) []headChunk {
 func (h *Head) compactChunkLists() {
 	for s := range h.series.all() {
 		s.mu.Lock()
-		if len(s.chunks) < cap(s.chunks) {
-			s.chunks = slices.Clone(s.chunks)
+		if s.nChunks < s.chunksCap {
+			s.setChunkList(slices.Clone(s.chunkList()))
 		}
 		if s.maxt != math.MinInt64 {
 			h.widenTimes(s.mint(), s.maxt)

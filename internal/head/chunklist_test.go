@@ -55,10 +55,11 @@ func TestChunkSpanCut(t *testing.T) {
 		}
 	}
 	want := [][2]int64{{0, maxChunkSpan}, {maxChunkSpan + 1, maxChunkSpan + 1}, {3 * maxChunkSpan, 3 * maxChunkSpan}, {4 * maxChunkSpan, 4 * maxChunkSpan}}
-	if len(s.chunks) != len(want) {
-		t.Fatalf("%d closed chunks, want %d", len(s.chunks), len(want))
+	chunks := s.chunkList()
+	if len(chunks) != len(want) {
+		t.Fatalf("%d closed chunks, want %d", len(chunks), len(want))
 	}
-	for i, c := range s.chunks {
+	for i, c := range chunks {
 		if c.mint != want[i][0] || c.maxt() != want[i][1] {
 			t.Errorf("chunk %d spans [%d, %d], want %v", i, c.mint, c.maxt(), want[i])
 		}

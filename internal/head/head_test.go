@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	promstorage "github.com/prometheus/prometheus/storage"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -304,5 +306,17 @@ func TestMaxSeries(t *testing.T) {
 	}
 	if n := h.Stats().Series; n != 2 {
 		t.Fatalf("%d series", n)
+	}
+}
+
+// TestSeriesSize checks the size a series takes in its slab: at a million
+// series each 8 bytes more is 8 MB, and past 128 a page holds fewer than
+// 32 of them.
+func TestSeriesSize(t *testing.T) {
+	if got := unsafe.Sizeof(memSeries{}); got > 128 {
+		t.Errorf("a series is %d bytes, want at most 128", got)
+	}
+	if got := unsafe.Sizeof(chunkenc.XORAppender{}); got > 32 {
+		t.Errorf("an open XOR chunk is %d bytes, want at most 32", got)
 	}
 }

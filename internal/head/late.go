@@ -64,7 +64,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 	if open {
 		data, enc = s.openBytes(), s.open
 	} else {
-		old = s.chunks[i]
+		old = s.chunkList()[i]
 		data, enc = old.bytes(), old.encoding()
 	}
 	samples, err := decodeSamples(m.late[:0], data, enc)
@@ -102,9 +102,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		}
 	}
 	if open {
-		chunks := make([]headChunk, 0, len(s.chunks)+len(tmp.chunks))
-		chunks = append(chunks, s.chunks...)
-		s.chunks = append(chunks, tmp.chunks...)
+		s.setChunkList(slices.Concat(s.chunkList(), tmp.chunkList()))
 		if region := s.dropSpill(m.arena); region != nil {
 			m.retired = append(m.retired, region)
 		}
@@ -114,11 +112,9 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		return true, nil
 	}
 	tmp.cut(&enc2)
-	chunks := make([]headChunk, 0, len(s.chunks)-1+len(tmp.chunks))
-	chunks = append(chunks, s.chunks[:i]...)
-	chunks = append(chunks, tmp.chunks...)
 	// A new array: a reader or a checkpoint may hold the old one.
-	s.chunks = append(chunks, s.chunks[i+1:]...)
+	chunks := s.chunkList()
+	s.setChunkList(slices.Concat(chunks[:i], tmp.chunkList(), chunks[i+1:]))
 	m.retired = append(m.retired, old.bytes())
 	m.inserted++
 	return true, nil
@@ -138,7 +134,7 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 	if open {
 		data, enc, mint, maxt = s.openBytes(), s.open, s.headMint, s.maxt
 	} else {
-		c := s.chunks[i]
+		c := s.chunkList()[i]
 		data, enc, mint, maxt = c.bytes(), c.encoding(), c.mint, c.maxt()
 	}
 	if x.t < mint || x.t > maxt {
@@ -188,7 +184,8 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 // one if only it is in t's block range, so that the sample does not make
 // a chunk of its own. mu must be held, and the series must have a sample.
 func (s *memSeries) chunkFor(t, blockRange int64) (i int, open bool) {
-	n := len(s.chunks)
+	chunks := s.chunkList()
+	n := len(chunks)
 	total := n
 	if s.hasOpenSamples() {
 		total++
@@ -197,12 +194,12 @@ func (s *memSeries) chunkFor(t, blockRange int64) (i int, open bool) {
 		if j == n {
 			return s.headMint
 		}
-		return s.chunks[j].mint
+		return chunks[j].mint
 	}
 	i = max(sort.Search(total, func(j int) bool { return mintOf(j) > t })-1, 0)
-	if i < n && i+1 < total && t > s.chunks[i].maxt() && blockRange > 0 {
+	if i < n && i+1 < total && t > chunks[i].maxt() && blockRange > 0 {
 		r := rangeStart(t, blockRange)
-		if rangeStart(s.chunks[i].mint, blockRange) != r && rangeStart(mintOf(i+1), blockRange) == r {
+		if rangeStart(chunks[i].mint, blockRange) != r && rangeStart(mintOf(i+1), blockRange) == r {
 			i++
 		}
 	}

@@ -88,7 +88,7 @@ func TestInsertRandom(t *testing.T) {
 			arena.release(data)
 		}
 		s.truncate(math.MinInt64, math.MaxInt64, nil, nil)
-		for _, c := range s.chunks {
+		for _, c := range s.chunkList() {
 			arena.release(c.bytes())
 		}
 	}

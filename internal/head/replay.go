@@ -233,7 +233,7 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	}
 	// The list's exact length is known: give it an array of its own
 	// (see listSlab).
-	s.chunks = make([]headChunk, 0, len(cs.Chunks))
+	chunks := make([]headChunk, 0, len(cs.Chunks))
 	for _, c := range cs.Chunks {
 		switch c.Enc {
 		case chunkenc.EncXOR, chunkenc.EncDecimal, chunkenc.EncHistogram, chunkenc.EncFloatHistogram:
@@ -244,8 +244,9 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 		if c.MaxT < c.MinT || c.MaxT-c.MinT > maxChunkSpan || len(c.Data) >= 1<<sizeBits {
 			return fmt.Errorf("series %s: a chunk of %d bytes spans [%d, %d], beyond what a head chunk may", cs.Labels, len(c.Data), c.MinT, c.MaxT)
 		}
-		s.chunks = append(s.chunks, newHeadChunk(l.h.arena.copy(c.Data), c.MinT, c.MaxT, c.Enc))
+		chunks = append(chunks, newHeadChunk(l.h.arena.copy(c.Data), c.MinT, c.MaxT, c.Enc))
 	}
+	s.setChunkList(chunks)
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV
 	return nil

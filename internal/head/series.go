@@ -38,10 +38,14 @@ type memSeries struct {
 	open chunkenc.Encoding
 	// spillLen is the length of the region spill points to.
 	spillLen uint16
-	// chunks are the closed chunks, oldest first. Their bytes never change
-	// after the chunk is closed, so a querier may keep them without a lock.
-	chunks   []headChunk
-	headMint int64
+	// chunks, nChunks and chunksCap are the list of closed chunks, oldest
+	// first (see chunkList): a pointer and two lengths rather than a
+	// slice, which keeps the series at 128 bytes, 32 to a slab's page.
+	// The chunks' bytes never change after the chunk is closed, so a
+	// querier may keep them without a lock.
+	chunks             *headChunk
+	nChunks, chunksCap uint32
+	headMint           int64
 	// spill is the arena region holding the bytes an open XOR chunk
 	// detached (see spillOpen), nil if it has detached none.
 	spill *byte
@@ -59,6 +63,16 @@ type memSeries struct {
 	xor chunkenc.XORAppender
 	// extra is what few series have, nil until one of them is needed.
 	extra *seriesExtra
+}
+
+// chunkList returns the closed chunks. mu must be held.
+func (s *memSeries) chunkList() []headChunk {
+	return unsafe.Slice(s.chunks, s.chunksCap)[:s.nChunks]
+}
+
+// setChunkList makes list the closed chunks. mu must be held.
+func (s *memSeries) setChunkList(list []headChunk) {
+	s.chunks, s.nChunks, s.chunksCap = unsafe.SliceData(list), uint32(len(list)), uint32(cap(list))
 }
 
 // seriesExtra holds what few series have: a history of start times, or
@@ -259,8 +273,8 @@ func (s *memSeries) lastEncoding() chunkenc.Encoding {
 	if s.hasOpenSamples() {
 		return s.open
 	}
-	if n := len(s.chunks); n > 0 {
-		return s.chunks[n-1].encoding()
+	if chunks := s.chunkList(); len(chunks) > 0 {
+		return chunks[len(chunks)-1].encoding()
 	}
 	return 0
 }
@@ -445,9 +459,9 @@ func (s *memSeries) cut(m *chunkMem) {
 	}
 	c := newHeadChunk(data, s.headMint, s.maxt, enc)
 	if m.lists != nil {
-		s.chunks = m.lists.appendChunk(s.chunks, c)
+		s.setChunkList(m.lists.appendChunk(s.chunkList(), c))
 	} else {
-		s.chunks = appendChunk(s.chunks, c)
+		s.setChunkList(appendChunk(s.chunkList(), c))
 	}
 	if s.open == chunkenc.EncXOR {
 		s.xor.Reset()
@@ -512,8 +526,8 @@ func (s *memSeries) closeSpilled(m *chunkMem) []byte {
 // mint returns the oldest timestamp of the series, math.MaxInt64 if it has
 // no sample. mu must be held.
 func (s *memSeries) mint() int64 {
-	if len(s.chunks) > 0 {
-		return s.chunks[0].mint
+	if s.nChunks > 0 {
+		return s.chunks.mint
 	}
 	if s.hasOpenSamples() {
 		return s.headMint
@@ -529,14 +543,15 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.
 	defer s.mu.Unlock()
 	// Room for the chunks at once, rather than growing dst by doubling
 	// (a querier's dst is nil for each series).
+	chunks := s.chunkList()
 	n := 1
-	for _, c := range s.chunks {
+	for _, c := range chunks {
 		if c.maxt() >= mint && c.mint <= maxt {
 			n++
 		}
 	}
 	dst = slices.Grow(dst, n)
-	for _, c := range s.chunks {
+	for _, c := range chunks {
 		if c.maxt() >= mint && c.mint <= maxt {
 			dst = append(dst, c.meta())
 		}

@@ -55,8 +55,8 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 	)
 	if s.hasOpenSamples() {
 		data, enc = s.openBytes(), s.open
-	} else if n := len(s.chunks); n > 0 {
-		data, enc = s.chunks[n-1].bytes(), s.chunks[n-1].encoding()
+	} else if chunks := s.chunkList(); len(chunks) > 0 {
+		data, enc = chunks[len(chunks)-1].bytes(), chunks[len(chunks)-1].encoding()
 	}
 	switch enc {
 	case chunkenc.EncHistogram:

@@ -89,7 +89,7 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 		s.mu.Lock()
 		switch {
 		case s.state != seriesDoomed:
-		case len(s.chunks) > 0 || s.hasOpenSamples():
+		case s.nChunks > 0 || s.hasOpenSamples():
 			// An appender that took it before it was doomed committed.
 			s.state = seriesLive
 		default:
@@ -179,13 +179,14 @@ func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := func(c headChunk) bool { return c.mint >= lo && c.maxt() <= hi }
+	chunks := s.chunkList()
 	n := 0 // chunks kept
-	for _, c := range s.chunks {
+	for _, c := range chunks {
 		if !in(c) {
 			n++
 		}
 	}
-	if n < len(s.chunks) {
+	if n < len(chunks) {
 		// A new array, of the chunks kept alone (the collector keeps a
 		// whole array, its capacity beyond the slice too): a checkpoint
 		// may be encoding the old one.
@@ -193,14 +194,14 @@ func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) 
 		if n > 0 {
 			kept = make([]headChunk, 0, n)
 		}
-		for _, c := range s.chunks {
+		for _, c := range chunks {
 			if in(c) {
 				dropped = append(dropped, c.bytes())
 			} else {
 				kept = append(kept, c)
 			}
 		}
-		s.chunks = kept
+		s.setChunkList(kept)
 	}
 	if s.hasOpenSamples() && s.headMint >= lo && s.maxt <= hi {
 		s.setOpen(0, nil)

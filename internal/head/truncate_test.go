@@ -51,10 +51,11 @@ func TestChunksCutAtBlockRange(t *testing.T) {
 	s := h.series.getByHash(lset.Hash(), lset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.chunks) != 3 {
-		t.Fatalf("%d closed chunks, want 3 (one per range before the last)", len(s.chunks))
+	chunks := s.chunkList()
+	if len(chunks) != 3 {
+		t.Fatalf("%d closed chunks, want 3 (one per range before the last)", len(chunks))
 	}
-	for i, c := range s.chunks {
+	for i, c := range chunks {
 		if lo := int64(i-1) * testRange; c.mint != lo || c.maxt() != lo+testRange-100 {
 			t.Errorf("chunk %d spans [%d, %d], want [%d, %d]", i, c.mint, c.maxt(), lo, lo+testRange-100)
 		}
@@ -374,13 +375,13 @@ func TestTruncateChunkList(t *testing.T) {
 	s := newMemSeries(1, labels.FromStrings("__name__", "m"))
 	data := []byte{0, 1, 2}
 	for i := range int64(7) {
-		s.chunks = append(s.chunks, newHeadChunk(data, i*100, i*100+99, chunkenc.EncXOR))
+		s.setChunkList(append(s.chunkList(), newHeadChunk(data, i*100, i*100+99, chunkenc.EncXOR)))
 	}
 	dropped, mint := s.truncate(0, 399, nil, nil)
 	if len(dropped) != 4 || mint != 400 {
 		t.Fatalf("dropped %d chunks, oldest sample left at %d; want 4 and 400", len(dropped), mint)
 	}
-	if len(s.chunks) != 3 || cap(s.chunks) != 3 {
-		t.Errorf("3 chunks left in a list of length %d, capacity %d", len(s.chunks), cap(s.chunks))
+	if chunks := s.chunkList(); len(chunks) != 3 || cap(chunks) != 3 {
+		t.Errorf("3 chunks left in a list of length %d, capacity %d", len(chunks), cap(chunks))
 	}
 }
