@@ -19,6 +19,19 @@ import (
 // keeps at most a page of dead neighbours.
 const size = 4096
 
+// mallocHeader is what Go's allocator adds to an object of over 512 bytes
+// that holds pointers (a pointer to its type), within the object's size
+// class: an array of exactly a page of such values takes the next class,
+// 4864 bytes, and a series of 128 bytes cost 152. A slab leaves room for
+// it.
+const mallocHeader = 8
+
+// perSlab returns how many values of T a slab holds.
+func perSlab[T any]() int {
+	var zero T
+	return max(1, int((size-mallocHeader)/unsafe.Sizeof(zero)))
+}
+
 // Slab hands out new zero values of T. Its zero value is ready to use,
 // and it is safe for concurrent use.
 type Slab[T any] struct {
@@ -32,8 +45,7 @@ func (s *Slab[T]) New() *T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.free) == 0 {
-		var zero T
-		s.free = make([]T, max(1, size/unsafe.Sizeof(zero)))
+		s.free = make([]T, perSlab[T]())
 	}
 	v := &s.free[0]
 	s.free = s.free[1:]

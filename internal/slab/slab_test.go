@@ -1,6 +1,7 @@
 package slab
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
@@ -10,7 +11,7 @@ type pair struct{ a, b uint64 }
 
 func TestNewIsAdjacent(t *testing.T) {
 	var s Slab[pair]
-	n := size / int(unsafe.Sizeof(pair{}))
+	n := perSlab[pair]()
 	first := s.New()
 	prev := first
 	for i := 1; i < n; i++ {
@@ -28,6 +29,26 @@ func TestNewIsAdjacent(t *testing.T) {
 	if d := uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(first)); d < size && d > 0 {
 		t.Fatalf("value %d is inside the first slab", n)
 	}
+}
+
+// TestSlabFitsPage checks that the slabs of values with pointers, which
+// carry a malloc header, take a page each and not the next size class.
+func TestSlabFitsPage(t *testing.T) {
+	type series struct{ p [16]*int } // 128 bytes
+	var s Slab[series]
+	n := 100 * perSlab[series]()
+	keep := make([]*series, 0, n)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		keep = append(keep, s.New())
+	}
+	runtime.ReadMemStats(&after)
+	perValue := float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
+	if want := float64(size) / float64(perSlab[series]()); perValue > want*1.02 {
+		t.Errorf("%.1f bytes a value, want %.1f (%d to a page)", perValue, want, perSlab[series]())
+	}
+	runtime.KeepAlive(keep)
 }
 
 func TestLargeValue(t *testing.T) {
