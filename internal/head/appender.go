@@ -353,7 +353,7 @@ func (a *appender) Commit() error {
 	a.logSeries = a.logSeries[:0]
 	for _, s := range a.unlogged {
 		if !s.logged.Load() {
-			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.series.symbols.labels(s.syms, &a.logLabels)})
+			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.series.symbols.labels(s.syms.ids(), &a.logLabels)})
 		}
 	}
 	if len(a.logSeries) > 0 {

@@ -152,7 +152,7 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 			w.Close()
 			return 0, 0, err
 		}
-		h.series.symbols.overwriteLabels(s.syms, &lb, &cs.Labels)
+		h.series.symbols.overwriteLabels(s.syms.ids(), &lb, &cs.Labels)
 		chunks = cs.Chunks
 		copied, err := copier.copy(cs.Chunks)
 		if err != nil {

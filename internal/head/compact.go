@@ -18,7 +18,7 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 	defer h.releaseReader(reader)
 	all := slices.Collect(h.series.all())
 	symbols := h.series.symbols
-	slices.SortFunc(all, func(a, b *memSeries) int { return symbols.compare(a.syms, b.syms) })
+	slices.SortFunc(all, func(a, b *memSeries) int { return symbols.compare(a.syms.ids(), b.syms.ids()) })
 	var lb labels.ScratchBuilder
 	var chunks []chunkenc.Meta
 	copier := chunkCopier{arena: h.arena}
@@ -32,7 +32,7 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 		if err != nil {
 			return err
 		}
-		if err := fn(symbols.labels(s.syms, &lb), copied); err != nil {
+		if err := fn(symbols.labels(s.syms.ids(), &lb), copied); err != nil {
 			return err
 		}
 		copier.reset()

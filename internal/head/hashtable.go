@@ -53,7 +53,7 @@ func (t *seriesStripe) get(hash uint64, lset labels.Labels, syms *symbolTable) *
 		if sl.s == nil {
 			return nil
 		}
-		if sl.hash == hash && syms.equal(sl.s.syms, lset) {
+		if sl.hash == hash && syms.equal(sl.s.syms.ids(), lset) {
 			return sl.s
 		}
 	}

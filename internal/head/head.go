@@ -332,7 +332,7 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 		return s
 	})
 	if created {
-		h.index.Add(s.ref, func(f func(labels.Label)) { h.series.symbols.rangeLabels(s.syms, f) })
+		h.index.Add(s.ref, func(f func(labels.Label)) { h.series.symbols.rangeLabels(s.syms.ids(), f) })
 		h.stats.series.Add(1)
 	}
 	return s, created
@@ -350,8 +350,8 @@ func (h *Head) seriesLabels(ref storage.SeriesRef) (labels.Labels, bool) {
 // which is in the maps.
 func (h *Head) labelsOf(s *memSeries) labels.Labels {
 	// A series has at most one label per byte of its ids.
-	b := labels.NewScratchBuilder(len(s.syms))
-	return h.series.symbols.labels(s.syms, &b)
+	b := labels.NewScratchBuilder(len(s.syms.ids()))
+	return h.series.symbols.labels(s.syms.ids(), &b)
 }
 
 // validateLabels checks what a new series must satisfy: a metric name, no
@@ -479,7 +479,7 @@ func (h *Head) SeriesLabels() iter.Seq[labels.Labels] {
 		defer h.releaseReader(reader)
 		var b labels.ScratchBuilder
 		for s := range h.series.all() {
-			if !yield(h.series.symbols.labels(s.syms, &b)) {
+			if !yield(h.series.symbols.labels(s.syms.ids(), &b)) {
 				return
 			}
 		}

@@ -44,7 +44,7 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 	}
 	if sortSeries {
 		symbols := q.head.series.symbols
-		slices.SortFunc(series, func(a, b *memSeries) int { return symbols.compare(a.syms, b.syms) })
+		slices.SortFunc(series, func(a, b *memSeries) int { return symbols.compare(a.syms.ids(), b.syms.ids()) })
 	}
 	return &seriesSet{ctx: ctx, series: series, symbols: q.head.series.symbols, mint: mint, maxt: maxt, limit: limit}
 }
@@ -73,7 +73,7 @@ func (q *querier) matching(ctx context.Context, ms []*labels.Matcher) ([]*memSer
 
 func (q *querier) matches(s *memSeries, ms []*labels.Matcher) bool {
 	for _, m := range ms {
-		if !m.Matches(q.head.series.symbols.get(s.syms, m.Name)) {
+		if !m.Matches(q.head.series.symbols.get(s.syms.ids(), m.Name)) {
 			return false
 		}
 	}
@@ -96,7 +96,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			if v := q.head.series.symbols.get(s.syms, name); v != "" {
+			if v := q.head.series.symbols.get(s.syms.ids(), name); v != "" {
 				seen[v] = struct{}{}
 			}
 		}
@@ -121,7 +121,7 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			q.head.series.symbols.rangeLabels(s.syms, func(l labels.Label) { seen[l.Name] = struct{}{} })
+			q.head.series.symbols.rangeLabels(s.syms.ids(), func(l labels.Label) { seen[l.Name] = struct{}{} })
 		}
 		names = storage.SortedSet(seen)
 	}
@@ -169,7 +169,7 @@ func (ss *seriesSet) Next() bool {
 		if len(chunks) == 0 {
 			continue
 		}
-		lset := ss.symbols.labels(s.syms, &ss.labels)
+		lset := ss.symbols.labels(s.syms.ids(), &ss.labels)
 		ss.cur = &chunkenc.Series{Lset: lset, Chunks: chunks, Starts: starts, MinT: ss.mint, MaxT: ss.maxt}
 		ss.returned++
 		return true

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -58,7 +59,7 @@ func newSymbolTable() *symbolTable {
 // intern returns the ids of lset's pairs, each a uvarint, in label
 // order, adding the pairs the table lacks and counting lset as a holder
 // of each.
-func (t *symbolTable) intern(lset labels.Labels) string {
+func (t *symbolTable) intern(lset labels.Labels) symIDs {
 	var ids, pair [128]byte
 	buf := ids[:0]
 	t.mu.Lock()
@@ -67,7 +68,41 @@ func (t *symbolTable) intern(lset labels.Labels) string {
 		buf = binary.AppendUvarint(buf, uint64(id))
 	})
 	t.mu.Unlock()
-	return string(buf)
+	return newSymIDs(buf)
+}
+
+// symIDs is a series' label ids (see intern) as memSeries keeps them: a
+// pointer to their length, a uvarint, which the ids follow. It takes 8
+// bytes in the series where a string took 16, and with it a series is
+// 120 bytes: 34 to a slab's page rather than 31.
+type symIDs struct{ p *byte }
+
+// newSymIDs returns a copy of ids as a symIDs.
+func newSymIDs(ids []byte) symIDs {
+	b := make([]byte, 0, uvarintLen(uint64(len(ids)))+len(ids))
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	return symIDs{unsafe.SliceData(append(b, ids...))}
+}
+
+// ids returns the ids, a string sharing their memory.
+func (s symIDs) ids() string {
+	var n uint64
+	for i := 0; ; i++ {
+		b := *(*byte)(unsafe.Add(unsafe.Pointer(s.p), i))
+		n |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(s.p), i+1)), n)
+		}
+	}
+}
+
+// uvarintLen returns the length of x as a uvarint.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }
 
 // hold returns the id of pair, adding it if needed, and counts one more

@@ -48,7 +48,7 @@ func TestSymbolTable(t *testing.T) {
 	st := newSymbolTable()
 	syms := make([]string, len(lsets))
 	for i, ls := range lsets {
-		syms[i] = st.intern(ls)
+		syms[i] = st.intern(ls).ids()
 	}
 	if st.len() < 300 {
 		t.Fatalf("%d pairs: the sets should hold more than 300 distinct ones", st.len())
@@ -97,9 +97,9 @@ func TestSymbolTable(t *testing.T) {
 
 func TestSymbolTableRelease(t *testing.T) {
 	st := newSymbolTable()
-	a := st.intern(labels.FromStrings("__name__", "m", "only", "a"))
-	b := st.intern(labels.FromStrings("__name__", "m", "pod", "b"))
-	b2 := st.intern(labels.FromStrings("__name__", "m", "pod", "b"))
+	a := st.intern(labels.FromStrings("__name__", "m", "only", "a")).ids()
+	b := st.intern(labels.FromStrings("__name__", "m", "pod", "b")).ids()
+	b2 := st.intern(labels.FromStrings("__name__", "m", "pod", "b")).ids()
 	if got := st.len(); got != 3 {
 		t.Fatalf("%d pairs, want 3", got)
 	}
@@ -108,7 +108,7 @@ func TestSymbolTableRelease(t *testing.T) {
 		t.Fatalf("%d pairs after releasing a, want 2 (__name__=m, pod=b)", got)
 	}
 	// The freed id is taken by a new pair.
-	c := st.intern(labels.FromStrings("__name__", "m", "new", "c"))
+	c := st.intern(labels.FromStrings("__name__", "m", "new", "c")).ids()
 	if got := st.len(); got != 3 {
 		t.Fatalf("%d pairs, want 3", got)
 	}
@@ -185,4 +185,18 @@ func (t *symbolTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.ids)
+}
+
+// TestSymIDs checks that a series' ids read back whole, their length
+// prefix one byte or several.
+func TestSymIDs(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 20000} {
+		ids := make([]byte, n)
+		for i := range ids {
+			ids[i] = byte(i*7 + 1)
+		}
+		if got := newSymIDs(ids).ids(); got != string(ids) {
+			t.Errorf("%d ids read back as %d", n, len(got))
+		}
+	}
 }
