@@ -47,6 +47,16 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 		dropped [][]byte
 		doomed  []*memSeries
 	)
+	// The dropped chunks are retired a batch at a time: collected for
+	// all series, a million series' made a list of some 50 MB (24 bytes
+	// a chunk), copied each time it doubled, at the peak of the
+	// compaction that truncates.
+	retire := func() {
+		st.Chunks += len(dropped)
+		dropped = slices.DeleteFunc(dropped, func(b []byte) bool { return b == nil }) // open chunks that did not spill
+		st.ArenaBytesFree += h.retireChunks(dropped)
+		dropped = dropped[:0]
+	}
 	before := h.mint.Load()
 	left := int64(math.MaxInt64)
 	for s := range h.series.all() {
@@ -56,14 +66,15 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 			doomed = append(doomed, s)
 		}
 		left = min(left, mint)
+		if len(dropped) >= retireBatch {
+			retire()
+		}
 	}
+	retire()
 	// The oldest sample left; a commit may have lowered mint meanwhile.
 	if !h.mint.CompareAndSwap(before, left) {
 		lower(&h.mint, left)
 	}
-	st.Chunks = len(dropped)
-	dropped = slices.DeleteFunc(dropped, func(b []byte) bool { return b == nil }) // open chunks that did not spill
-	st.ArenaBytesFree = h.retireChunks(dropped)
 	// Compaction read the range just dropped, and with it neighbouring
 	// pages of chunks still held.
 	h.arena.dropResident()
@@ -73,6 +84,10 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 	}
 	return st
 }
+
+// retireBatch is how many dropped chunks TruncateRange collects before it
+// retires them.
+const retireBatch = 4096
 
 // removeSeries removes the doomed series that no appender took since they
 // were doomed, and returns them.
