@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -228,4 +229,67 @@ func TestQueryDataUnknownType(t *testing.T) {
 	if _, err := d.appendJSON(nil); err == nil || !strings.Contains(err.Error(), "unexpected result type") {
 		t.Errorf("appendJSON of an unknown value: err = %v, want unexpected result type", err)
 	}
+}
+
+// TestMatrixTimestamps checks a range vector whose series' steps differ
+// (gaps, other starts, fractions of a second) against its points written
+// one by one: the timestamps copied from earlier series must be the ones
+// each point has.
+func TestMatrixTimestamps(t *testing.T) {
+	grid := func(from, to, step int64, skip int64) []promql.FPoint {
+		var ps []promql.FPoint
+		for ts := from; ts <= to; ts += step {
+			if skip == 0 || ts%skip != 0 {
+				ps = append(ps, promql.FPoint{T: ts, F: float64(ts) / 7})
+			}
+		}
+		return ps
+	}
+	mat := promql.Matrix{
+		{Metric: labels.FromStrings("s", "0"), Floats: grid(0, 60000, 15000, 0)},
+		{Metric: labels.FromStrings("s", "1"), Floats: grid(0, 90000, 15000, 0)},
+		{Metric: labels.FromStrings("s", "2"), Floats: grid(15000, 60000, 15000, 0)},
+		{Metric: labels.FromStrings("s", "3"), Floats: grid(0, 90000, 15000, 30000)},
+		{Metric: labels.FromStrings("s", "4"), Floats: grid(-1500, 60250, 250, 0)},
+		{Metric: labels.FromStrings("s", "5"), Floats: grid(0, 90000, 15000, 0)},
+	}
+	var want []byte
+	want = append(want, '[')
+	for i, s := range mat {
+		if i > 0 {
+			want = append(want, ',')
+		}
+		want = append(want, `{"metric":`...)
+		want = appendLabels(want, s.Metric)
+		want = append(want, `,"values":[`...)
+		for j, p := range s.Floats {
+			if j > 0 {
+				want = append(want, ',')
+			}
+			want = appendFPoint(want, p.T, p.F)
+		}
+		want = append(want, "]}"...)
+	}
+	want = append(want, ']')
+	if got := appendMatrix(nil, mat); string(got) != string(want) {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// BenchmarkAppendMatrix writes the answer of a day-long range query: 180
+// series of 240 steps, values of full precision (rates).
+func BenchmarkAppendMatrix(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	mat := make(promql.Matrix, 180)
+	for i := range mat {
+		mat[i].Metric = labels.FromStrings("__name__", "node_network_transmit_bytes_total", "instance", fmt.Sprintf("host-%d:9100", i))
+		for j := range 240 {
+			mat[i].Floats = append(mat[i].Floats, promql.FPoint{T: 1795675905000 + int64(j)*360000, F: rng.Float64() * 1e6})
+		}
+	}
+	var buf []byte
+	for b.Loop() {
+		buf = appendMatrix(buf[:0], mat)
+	}
+	b.SetBytes(int64(len(buf)))
 }
