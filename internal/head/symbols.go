@@ -84,8 +84,12 @@ func newSymIDs(ids []byte) symIDs {
 	return symIDs{unsafe.SliceData(append(b, ids...))}
 }
 
-// ids returns the ids, a string sharing their memory.
+// ids returns the ids, a string sharing their memory: none for the
+// zero symIDs.
 func (s symIDs) ids() string {
+	if s.p == nil {
+		return ""
+	}
 	var n uint64
 	for i := 0; ; i++ {
 		b := *(*byte)(unsafe.Add(unsafe.Pointer(s.p), i))

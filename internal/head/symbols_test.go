@@ -199,4 +199,7 @@ func TestSymIDs(t *testing.T) {
 			t.Errorf("%d ids read back as %d", n, len(got))
 		}
 	}
+	if got := (symIDs{}).ids(); got != "" {
+		t.Errorf("the zero symIDs hold %q", got)
+	}
 }
