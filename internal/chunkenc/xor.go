@@ -13,9 +13,10 @@ const xorChunkHeaderSize = 2
 
 // xorChunkInitialCap is the capacity a chunk's memory starts with. The
 // head writes an open chunk out in parts as this memory fills (Detach)
-// and reuses it for the next chunk (Reset), so most series never grow it.
-// Starting small saves every short-lived or quiet series the difference: BenchmarkSeriesMemory (head) measured 1140 bytes
-// per series with 1-4 samples at a 256-byte start and 948 at 64, and the
+// and reuses it for the next chunk (Reset), so most series never grow
+// it. Starting small saves every short-lived or quiet series the
+// difference: BenchmarkSeriesMemory (head) measured 1140 bytes per
+// series with 1-4 samples at a 256-byte start and 948 at 64, and the
 // same 1152 at 120 samples either way.
 const xorChunkInitialCap = 64
 

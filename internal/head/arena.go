@@ -17,8 +17,8 @@ import (
 // when they are kept in memory. A closed XOR chunk of 240 samples takes
 // 300-1800 bytes, so a 1 MiB block holds over five hundred of them:
 // cutting a chunk then costs an allocation once per hundreds of chunks
-// instead of every time, which profiles of the append and replay paths showed as their main
-// remaining allocation.
+// instead of every time, which profiles of the append and replay paths
+// showed as their main remaining allocation.
 const chunkArenaBlock = 1 << 20
 
 // chunkFileBlock is the size of the blocks closed chunks are written to

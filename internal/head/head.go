@@ -350,8 +350,9 @@ func (h *Head) seriesLabels(ref storage.SeriesRef) (labels.Labels, bool) {
 // which is in the maps.
 func (h *Head) labelsOf(s *memSeries) labels.Labels {
 	// A series has at most one label per byte of its ids.
-	b := labels.NewScratchBuilder(len(s.syms.ids()))
-	return h.series.symbols.labels(s.syms.ids(), &b)
+	ids := s.syms.ids()
+	b := labels.NewScratchBuilder(len(ids))
+	return h.series.symbols.labels(ids, &b)
 }
 
 // validateLabels checks what a new series must satisfy: a metric name, no

@@ -79,9 +79,9 @@ type symIDs struct{ p *byte }
 
 // newSymIDs returns a copy of ids as a symIDs.
 func newSymIDs(ids []byte) symIDs {
-	b := make([]byte, 0, uvarintLen(uint64(len(ids)))+len(ids))
-	b = binary.AppendUvarint(b, uint64(len(ids)))
-	return symIDs{unsafe.SliceData(append(b, ids...))}
+	var length [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(length[:], uint64(len(ids)))
+	return symIDs{unsafe.SliceData(append(append(make([]byte, 0, n+len(ids)), length[:n]...), ids...))}
 }
 
 // ids returns the ids, a string sharing their memory: none for the
@@ -98,15 +98,6 @@ func (s symIDs) ids() string {
 			return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(s.p), i+1)), n)
 		}
 	}
-}
-
-// uvarintLen returns the length of x as a uvarint.
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
 }
 
 // hold returns the id of pair, adding it if needed, and counts one more

@@ -121,9 +121,9 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 	syms := make([]string, len(removed))
 	var b labels.ScratchBuilder
 	for i, s := range removed {
-		lsets[i] = h.series.symbols.labels(s.syms.ids(), &b)
-		h.series.remove(s, lsets[i].Hash())
 		refs[i], syms[i] = s.ref, s.syms.ids()
+		lsets[i] = h.series.symbols.labels(syms[i], &b)
+		h.series.remove(s, lsets[i].Hash())
 	}
 	h.index.Delete(refs, lsets)
 	h.retireSymbols(syms)
