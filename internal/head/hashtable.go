@@ -1,7 +1,6 @@
 package head
 
 import (
-	"math/bits"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -22,9 +21,9 @@ import (
 // labels of each slot with its hash.
 type seriesStripe struct {
 	sync.RWMutex
-	// slots has a power-of-two length, or none; a slot with no series
-	// is empty. A series sits at its hash's home slot or after it,
-	// with no empty slot between.
+	// slots is the table, of any length (see grownSlots), or none; a
+	// slot with no series is empty. A series sits at its hash's home
+	// slot or after it (cyclically), with no empty slot between.
 	slots []hashSlot
 	used  int
 	_     [8]byte
@@ -35,10 +34,19 @@ type hashSlot struct {
 	s    *memSeries
 }
 
-// home returns the slot where the search for hash starts: its top bits,
-// which the stripe index (its low bits) leaves independent.
+// home returns the slot where the search for hash starts: its top 32
+// bits, which the stripe index (its low bits) leaves independent, scaled
+// to the table's length.
 func (t *seriesStripe) home(hash uint64) int {
-	return int(hash >> (64 - bits.TrailingZeros(uint(len(t.slots)))))
+	return int((hash >> 32) * uint64(len(t.slots)) >> 32)
+}
+
+// next returns the slot after i, the first after the last.
+func (t *seriesStripe) next(i int) int {
+	if i++; i == len(t.slots) {
+		return 0
+	}
+	return i
 }
 
 // get returns the series with hash and the labels lset, nil if there is
@@ -47,8 +55,7 @@ func (t *seriesStripe) get(hash uint64, lset labels.Labels, syms *symbolTable) *
 	if len(t.slots) == 0 {
 		return nil
 	}
-	mask := len(t.slots) - 1
-	for i := t.home(hash); ; i = (i + 1) & mask {
+	for i := t.home(hash); ; i = t.next(i) {
 		sl := &t.slots[i]
 		if sl.s == nil {
 			return nil
@@ -63,11 +70,20 @@ func (t *seriesStripe) get(hash uint64, lset labels.Labels, syms *symbolTable) *
 // series.
 const minStripeSlots = 8
 
+// grownSlots is the length a table of n slots grows to: by half. Series
+// spread evenly over the stripes, so all tables grow at about the same
+// count; doubling them left the tables half full over much of the range
+// of series counts, at a million series in 4096 stripes 244 series in
+// 512 slots, 34 MB. Grown by half they hold 244 in 303 slots, 20 MB, and
+// a lookup probes about three slots of 16 bytes where it probed one or
+// two, mostly in the same cache line.
+func grownSlots(n int) int { return max(minStripeSlots, n+n/2) }
+
 // set adds s, whose labels hash to hash, growing the table past seven
 // eighths full. The stripe must be write-locked.
 func (t *seriesStripe) set(hash uint64, s *memSeries) {
 	if (t.used+1)*8 > len(t.slots)*7 {
-		t.resize(max(minStripeSlots, 2*len(t.slots)))
+		t.resize(grownSlots(len(t.slots)))
 	}
 	t.put(hashSlot{hash, s})
 	t.used++
@@ -75,10 +91,9 @@ func (t *seriesStripe) set(hash uint64, s *memSeries) {
 
 // put puts sl in the first empty slot from its home.
 func (t *seriesStripe) put(sl hashSlot) {
-	mask := len(t.slots) - 1
 	i := t.home(sl.hash)
 	for t.slots[i].s != nil {
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	t.slots[i] = sl
 }
@@ -89,20 +104,19 @@ func (t *seriesStripe) del(hash uint64, s *memSeries) {
 	if len(t.slots) == 0 {
 		return
 	}
-	mask := len(t.slots) - 1
 	i := t.home(hash)
 	for t.slots[i].s != s {
 		if t.slots[i].s == nil {
 			return
 		}
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	// Move back each following slot that may sit at i, so that no empty
 	// slot is left between a series and its home.
-	for j := (i + 1) & mask; t.slots[j].s != nil; j = (j + 1) & mask {
+	for j := t.next(i); t.slots[j].s != nil; j = t.next(j) {
 		// The slot at j may move to i unless its home is in (i, j],
 		// cyclically.
-		if h := t.home(t.slots[j].hash); (j-h)&mask < (j-i)&mask {
+		if h := t.home(t.slots[j].hash); t.distance(h, j) < t.distance(i, j) {
 			continue
 		}
 		t.slots[i] = t.slots[j]
@@ -114,8 +128,16 @@ func (t *seriesStripe) del(hash uint64, s *memSeries) {
 	case t.used == 0:
 		t.slots = nil
 	case len(t.slots) > minStripeSlots && t.used*8 < len(t.slots):
-		t.resize(len(t.slots) / 2)
+		t.resize(max(minStripeSlots, len(t.slots)/2))
 	}
+}
+
+// distance returns how many slots j is after i, cyclically.
+func (t *seriesStripe) distance(i, j int) int {
+	if d := j - i; d >= 0 {
+		return d
+	}
+	return j - i + len(t.slots)
 }
 
 // resize moves the series to a table of n slots.

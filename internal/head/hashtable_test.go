@@ -59,12 +59,11 @@ func TestSeriesStripe(t *testing.T) {
 		if len(st.slots) > 0 && (st.used*8 > len(st.slots)*7 || len(st.slots) > minStripeSlots && st.used*8 < len(st.slots)) {
 			t.Fatalf("%s: %d series in %d slots", step, st.used, len(st.slots))
 		}
-		mask := len(st.slots) - 1
 		for j, sl := range st.slots {
 			if sl.s == nil {
 				continue
 			}
-			for k := st.home(sl.hash); k != j; k = (k + 1) & mask {
+			for k := st.home(sl.hash); k != j; k = st.next(k) {
 				if st.slots[k].s == nil {
 					t.Fatalf("%s: empty slot %d between slot %d and its home %d", step, k, j, st.home(sl.hash))
 				}
