@@ -70,14 +70,14 @@ func TestChunkSpanCut(t *testing.T) {
 }
 
 // TestAppendChunkGrowth checks the room a series' chunk list takes over a
-// cycle of cuts and truncations: at most two entries beyond what it holds
-// while short, a quarter when long.
+// cycle of cuts and truncations: none beyond what it holds while short, a
+// quarter when long.
 func TestAppendChunkGrowth(t *testing.T) {
 	var list []headChunk
 	for cycle := range 3 {
 		for len(list) < 7 {
 			list = appendChunk(list, headChunk{mint: int64(len(list))})
-			if cap(list)-len(list) > 1 {
+			if cap(list) != len(list) {
 				t.Fatalf("cycle %d: %d chunks in room for %d", cycle, len(list), cap(list))
 			}
 		}
