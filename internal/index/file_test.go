@@ -3,9 +3,11 @@ package index
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -244,5 +246,20 @@ func TestCorruptionErrorSays(t *testing.T) {
 	err := error(&CorruptionError{Section: "postings", Offset: 42, Reason: "checksum mismatch"})
 	if s := err.Error(); !strings.Contains(s, "postings") || !strings.Contains(s, "42") {
 		t.Errorf("error %q does not say where", s)
+	}
+}
+
+// TestUvarintLen checks the length the Writer sizes its postings with
+// against encoding/binary's, at every boundary of a varint's length.
+func TestUvarintLen(t *testing.T) {
+	for shift := range 64 {
+		for _, x := range []uint64{1<<shift - 1, 1 << shift, 1<<shift + 1} {
+			if got, want := uvarintLen(x), len(binary.AppendUvarint(nil, x)); got != want {
+				t.Errorf("uvarintLen(%d) = %d, want %d", x, got, want)
+			}
+		}
+	}
+	if got := uvarintLen(math.MaxUint64); got != binary.MaxVarintLen64 {
+		t.Errorf("uvarintLen(MaxUint64) = %d, want %d", got, binary.MaxVarintLen64)
 	}
 }
