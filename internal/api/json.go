@@ -324,7 +324,8 @@ func (c *stampCache) reserve(n int) {
 }
 
 // append appends t, the timestamp of point j of a series, as
-// appendTimestamp does.
+// appendTimestamp does. A cache that reserve did not set up (an answer
+// of one series) keeps nothing.
 func (c *stampCache) append(dst []byte, j int, t int64) []byte {
 	if j < len(c.t) && c.t[j] == t {
 		start := 0
@@ -333,7 +334,7 @@ func (c *stampCache) append(dst []byte, j int, t int64) []byte {
 		}
 		return append(dst, c.buf[start:c.end[j]]...)
 	}
-	if j != len(c.t) {
+	if c.t == nil || j != len(c.t) {
 		return appendTimestamp(dst, t)
 	}
 	n := len(dst)

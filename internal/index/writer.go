@@ -185,14 +185,13 @@ func (w *Writer) Close() error {
 	// fill it, and ends there after.
 	next := make([]int, len(w.pairs))
 	total := 0
-	for id, p := range w.post {
+	for id := range w.post {
+		p := &w.post[id]
 		next[id] = total
 		total += p.size
+		p.last = 0 // the fill below counts the gaps again
 	}
 	postings := make([]byte, total)
-	for id := range w.post {
-		w.post[id].last = 0
-	}
 
 	// Series, remembering their offsets and filling the postings.
 	t.series = cw.n
