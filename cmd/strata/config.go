@@ -86,7 +86,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&sc.DefaultSubqueryStep, "query.default-subquery-step", sc.DefaultSubqueryStep, "step of subqueries that do not give one")
 	fs.StringVar(&sc.QueryEngine, "query.engine", sc.QueryEngine, "how queries are evaluated: rollup (rate, increase, irate, delta, idelta, changes, resets and sum/avg/min/max/count_over_time over range vectors, and instant vector selectors, and their sum, avg, min, max, count and group, by strata (over all steps of a range query at once), the rest by Prometheus' engine, with the same answers) or prometheus (Prometheus' engine alone); queries asking for stats always run in Prometheus' engine")
 	var features stringList
-	fs.Var(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr (may be repeated)")
+	fs.Var(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr, use-start-timestamps (may be repeated)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -189,6 +189,8 @@ func parseFlags(args []string) (config, error) {
 			sc.ParserOptions.ExperimentalDurationExpr = true
 		case "promql-delayed-name-removal":
 			sc.DelayedNameRemoval = true
+		case "use-start-timestamps":
+			sc.UseStartTimestamps = true
 		default:
 			cfg.unknownFeatures = append(cfg.unknownFeatures, f)
 		}

@@ -388,7 +388,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) accepted", args)
 		}
 	}
-	cfg, err := parseFlags([]string{"--enable-feature=promql-experimental-functions,promql-duration-expr", "--enable-feature", "promql-delayed-name-removal,nope"})
+	cfg, err := parseFlags([]string{"--enable-feature=promql-experimental-functions,promql-duration-expr", "--enable-feature", "promql-delayed-name-removal,nope,use-start-timestamps"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		}
 	}
 	if !cfg.server.ParserOptions.EnableExperimentalFunctions || !cfg.server.ParserOptions.ExperimentalDurationExpr || !cfg.server.DelayedNameRemoval ||
-		cfg.server.ParserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
+		!cfg.server.UseStartTimestamps || cfg.server.ParserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
 		t.Fatalf("features parsed wrong: %+v", cfg)
 	}
 	cfg, err = parseFlags([]string{"--retention.time", "30d", "--retention.size", "512MB", "--storage.block-duration", "1h", "--storage.out-of-order-window", "30m"})

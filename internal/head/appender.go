@@ -205,8 +205,9 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 		b.addFloatHistogram(s, smpl.T, smpl.FH)
 	}
 	// A late sample's start time is not recorded: the history of start
-	// times follows the newest sample.
-	if st := validStart(smpl.ST, smpl.T); st != prevStart && !late {
+	// times follows the newest sample. One after its sample is kept as
+	// it came, as Prometheus keeps it: PromQL tells it apart.
+	if st := smpl.ST; st != prevStart && !late {
 		a.starts = append(a.starts, record.RefStartTime{Ref: s.ref, T: smpl.T, ST: st})
 		a.startSeries = append(a.startSeries, s)
 		if a.pendingStart == nil {

@@ -58,13 +58,3 @@ func (s *memSeries) appendStartTimes(dst []record.RefStartTime) []record.RefStar
 	}
 	return dst
 }
-
-// validStart returns st if it can be the start time of a sample at t, and 0
-// (unknown) otherwise: a start after the sample is meaningless, and
-// Prometheus ignores it too.
-func validStart(st, t int64) int64 {
-	if st > t {
-		return 0
-	}
-	return st
-}

@@ -52,8 +52,8 @@ func TestStartTimes(t *testing.T) {
 			// 3 batches of 10 samples per series, 1 s apart from 1 s on.
 			// The counter starts at 500, restarts before sample 15 (start
 			// 15_500), and its samples 25..27 come without a start time;
-			// the histogram's first start time is after its sample
-			// (ignored), then 50; the gauge has none.
+			// the histogram's first start time is after its sample (kept,
+			// as Prometheus keeps it), then 50; the gauge has none.
 			for b := range 3 {
 				app := h.Appender(context.Background())
 				for k := range 10 {
@@ -72,7 +72,7 @@ func TestStartTimes(t *testing.T) {
 					want[counter.String()] = append(want[counter.String()], st)
 					hst, wantH := int64(50), int64(50)
 					if i == 0 {
-						hst, wantH = 5000, 0 // after the sample
+						hst, wantH = 5000, 5000 // after the sample
 					}
 					if _, err := app.Append(0, hist, storage.Sample{T: ts, H: testHistogram(i), ST: hst}); err != nil {
 						t.Fatal(err)
@@ -95,11 +95,11 @@ func TestStartTimes(t *testing.T) {
 						t.Fatalf("%s: start times\n got %v\nwant %v", k, got[k], w)
 					}
 				}
-				// Only changes are kept: the counter's four, the histogram's one.
+				// Only changes are kept: the counter's four, the histogram's two.
 				for _, c := range []struct {
 					lset labels.Labels
 					n    int
-				}{{counter, 4}, {hist, 1}} {
+				}{{counter, 4}, {hist, 2}} {
 					s := h.series.getByHash(c.lset.Hash(), c.lset)
 					if got := len(s.startsSnapshot()); got != c.n {
 						t.Fatalf("%s keeps %d start time changes, want %d", c.lset, got, c.n)

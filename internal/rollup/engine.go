@@ -33,6 +33,11 @@ type Options struct {
 	// LookbackDelta is Engine's lookback for queries whose options do not
 	// set one; 0 means Prometheus' default, 5m.
 	LookbackDelta time.Duration
+	// UseStartTimestamps says Engine's rate, increase, irate and resets
+	// take the samples' start times into account (Prometheus'
+	// use-start-timestamps feature). Those functions are then left to
+	// Engine.
+	UseStartTimestamps bool
 }
 
 // defaultLookbackDelta is Prometheus' engine's lookback unless set.
@@ -77,7 +82,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 	// core, the rollup does neither.
 	var pl *plan
 	if !e.opts.DelayedNameRemoval && (opts == nil || !opts.EnablePerStepStats()) {
-		pl = newPlan(e.opts.Parser, qs)
+		pl = newPlan(e.opts.Parser, qs, e.opts.UseStartTimestamps)
 	}
 	if pl == nil {
 		return whole(q, qs)

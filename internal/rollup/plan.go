@@ -31,6 +31,8 @@ type inner struct {
 type plan struct {
 	inners    []*inner
 	rewritten string
+	// startTimes leaves calls of startTimeFuncs to the engine.
+	startTimes bool
 }
 
 // aggregations are the aggregation operators an inner may apply.
@@ -53,15 +55,23 @@ var transparent = map[string]bool{
 	"cos": true, "cosh": true, "sin": true, "sinh": true, "tan": true, "tanh": true,
 }
 
+// startTimeFuncs are the window functions whose results Prometheus'
+// engine computes from the samples' start times too, when it is told to
+// use them: at a restart that the values do not show (the counter rose
+// past its old value before the first sample after it), and, for rate
+// and increase, at the window's start.
+var startTimeFuncs = map[string]bool{"rate": true, "increase": true, "irate": true, "resets": true}
+
 // newPlan returns the plan for query qs, or nil if it has no inner or
 // must run whole (see the package comment). A query that does not parse
-// gets nil: Prometheus' engine reports its error.
-func newPlan(p parser.Parser, qs string) *plan {
+// gets nil: Prometheus' engine reports its error. With startTimes, calls
+// of startTimeFuncs are not inners.
+func newPlan(p parser.Parser, qs string, startTimes bool) *plan {
 	expr, err := p.ParseExpr(qs)
 	if err != nil || runsWhole(expr) {
 		return nil
 	}
-	pl := &plan{}
+	pl := &plan{startTimes: startTimes}
 	pl.collect(expr)
 	if len(pl.inners) == 0 {
 		return nil
@@ -86,7 +96,7 @@ func marker(i int) string { return fmt.Sprintf(`{%s="%d"}`, markerLabel, i) }
 // collect adds the outermost inners of expr that only transparent
 // expressions surround, in the order of their positions.
 func (pl *plan) collect(expr parser.Expr) {
-	if in := innerOf(expr); in != nil {
+	if in := innerOf(expr); in != nil && !(pl.startTimes && in.call != nil && startTimeFuncs[in.call.Func.Name]) {
 		// Its marker must fit in its text.
 		if int(in.pos.End-in.pos.Start) >= len(marker(len(pl.inners))) {
 			pl.inners = append(pl.inners, in)

@@ -373,7 +373,7 @@ func TestPlan(t *testing.T) {
 		`rate(a_total[5m] anchored)`:              nil,
 		"sum(\n  rate(a_total[5m])\n) by (i) * 2": {"sum(\n  rate(a_total[5m])\n) by (i)"},
 	} {
-		pl := newPlan(p, qs)
+		pl := newPlan(p, qs, false)
 		var got []string
 		if pl != nil {
 			for _, in := range pl.inners {
@@ -388,6 +388,26 @@ func TestPlan(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: inners %q, want %q", qs, got, want)
+		}
+	}
+	// With start timestamps, the functions that read them are the
+	// engine's.
+	for qs, want := range map[string][]string{
+		`sum(rate(a_total[5m]))`:                                  nil,
+		`increase(a_total[5m]) + irate(a_total[5m])`:              nil,
+		`resets(a_total[5m])`:                                     nil,
+		`sum(rate(a_total[5m])) / sum(delta(a_total[5m]))`:        {`sum(delta(a_total[5m]))`},
+		`max_over_time(a_total[5m]) - changes(a_total[5m])`:       {`max_over_time(a_total[5m])`, `changes(a_total[5m])`},
+		`sum by (i) (node_load1) * on (i) sum(rate(x_total[1m]))`: {`sum by (i) (node_load1)`},
+	} {
+		var got []string
+		if pl := newPlan(p, qs, true); pl != nil {
+			for _, in := range pl.inners {
+				got = append(got, qs[in.pos.Start:in.pos.End])
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s with start timestamps: inners %q, want %q", qs, got, want)
 		}
 	}
 }

@@ -81,6 +81,10 @@ type Config struct {
 	DefaultSubqueryStep   time.Duration
 	ParserOptions         parser.Options
 	DelayedNameRemoval    bool
+	// UseStartTimestamps makes rate, increase, irate and resets take the
+	// samples' start times into account, as Prometheus'
+	// use-start-timestamps feature does.
+	UseStartTimestamps bool
 	// QueryEngine is QueryEngineRollup (internal/rollup evaluates range
 	// functions and their aggregations, Prometheus' engine the rest)
 	// or QueryEnginePrometheus (Prometheus' engine alone).
@@ -200,6 +204,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		EnableNegativeOffset:     true,
 		EnablePerStepStats:       true,
 		EnableDelayedNameRemoval: cfg.DelayedNameRemoval,
+		UseStartTimestamps:       cfg.UseStartTimestamps,
 		Parser:                   promParser,
 	})
 
@@ -244,7 +249,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if cfg.QueryEngine == QueryEngineRollup {
 		rollupEngine = rollup.New(rollup.Options{
 			Engine: engine, Parser: promParser, MaxSamples: cfg.QueryMaxSamples, DelayedNameRemoval: cfg.DelayedNameRemoval,
-			LookbackDelta: cfg.LookbackDelta,
+			LookbackDelta: cfg.LookbackDelta, UseStartTimestamps: cfg.UseStartTimestamps,
 		})
 	}
 

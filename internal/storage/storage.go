@@ -40,7 +40,7 @@ type Sample struct {
 	// milliseconds: when the counter or histogram last started from zero,
 	// as remote-write 2.0 and OTLP send it. 0 means unknown. The store
 	// keeps where it changes and gives it back through the iterators'
-	// AtST; one after T is ignored.
+	// AtST, even one after T, which PromQL tells apart as Prometheus does.
 	ST int64
 }
 
