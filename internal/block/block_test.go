@@ -40,7 +40,7 @@ func TestWriteRead(t *testing.T) {
 			}
 			chunks = append(chunks, chunkenc.Meta{Data: xc.Bytes(), MinT: int64(c * 2500), MaxT: int64(c*2500 + 2400), Enc: chunkenc.EncXOR})
 		}
-		if err := w.AddSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprintf("%03d", i)), chunks); err != nil {
+		if err := w.AddSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprintf("%03d", i)), chunks, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,7 +120,7 @@ func TestWriterDensifies(t *testing.T) {
 			xc.Append(int64(j*15000), value[name](j))
 		}
 		c := chunkenc.Meta{Data: xc.Bytes(), MinT: 0, MaxT: 119 * 15000, Enc: chunkenc.EncXOR}
-		if err := w.AddSeries(labels.FromStrings("__name__", name), []chunkenc.Meta{c}); err != nil {
+		if err := w.AddSeries(labels.FromStrings("__name__", name), []chunkenc.Meta{c}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestSelectLabelsOnly(t *testing.T) {
 		xc := chunkenc.NewXORChunk()
 		xc.Append(r[0], 1)
 		xc.Append(r[1], 2)
-		if err := w.AddSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), []chunkenc.Meta{{Data: xc.Bytes(), MinT: r[0], MaxT: r[1], Enc: chunkenc.EncXOR}}); err != nil {
+		if err := w.AddSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), []chunkenc.Meta{{Data: xc.Bytes(), MinT: r[0], MaxT: r[1], Enc: chunkenc.EncXOR}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -325,7 +325,7 @@ func TestWriterJoinsChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		if err := w.AddSeries(labels.FromStrings("__name__", c.name), c.chunks); err != nil {
+		if err := w.AddSeries(labels.FromStrings("__name__", c.name), c.chunks, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

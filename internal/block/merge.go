@@ -58,7 +58,10 @@ func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Me
 	if err != nil {
 		return Meta{}, err
 	}
-	var chunks []chunkenc.Meta
+	var (
+		chunks []chunkenc.Meta
+		starts []chunkenc.StartTime
+	)
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -78,14 +81,20 @@ func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Me
 			break
 		}
 		lset := next.lset
-		chunks = chunks[:0]
+		chunks, starts = chunks[:0], starts[:0]
 		for _, c := range cursors {
 			if !c.ok || labels.Compare(c.lset, lset) != 0 {
 				continue
 			}
+			n := len(chunks)
 			if chunks, err = c.appendChunks(chunks); err != nil {
 				w.Abort()
 				return Meta{}, err
+			}
+			if overlap {
+				starts = append(starts, c.starts...)
+			} else if len(chunks) > n {
+				starts = chunkenc.ClipStarts(starts, c.starts, chunks[n].MinT, chunks[len(chunks)-1].MaxT)
 			}
 			if err := c.next(); err != nil {
 				w.Abort()
@@ -100,13 +109,30 @@ func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Me
 				return Meta{}, fmt.Errorf("series %s: %w", lset, err)
 			}
 			chunks = merged
+			// Each block's changes are for its own samples: where blocks
+			// overlap, their changes are merged by time, the later
+			// block's winning at the same time.
+			slices.SortStableFunc(starts, func(a, b chunkenc.StartTime) int { return cmp.Compare(a.T, b.T) })
+			starts = lastPerTime(starts)
 		}
-		if err := w.AddSeries(lset, chunks); err != nil {
+		if err := w.AddSeries(lset, chunks, starts); err != nil {
 			w.Abort()
 			return Meta{}, err
 		}
 	}
 	return w.Finish()
+}
+
+// lastPerTime keeps, of changes sorted by time, the last at each time.
+func lastPerTime(changes []chunkenc.StartTime) []chunkenc.StartTime {
+	out := changes[:0]
+	for i, c := range changes {
+		if i+1 < len(changes) && changes[i+1].T == c.T {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // mergedChunkSamples is how many samples a chunk merged from overlapping
@@ -121,6 +147,7 @@ type seriesCursor struct {
 	builder labels.ScratchBuilder
 	lset    labels.Labels
 	metas   []index.ChunkMeta
+	starts  []chunkenc.StartTime
 }
 
 func newSeriesCursor(b *Block) (*seriesCursor, error) {
@@ -136,7 +163,7 @@ func (c *seriesCursor) next() error {
 	if c.ok = c.p.Next(); !c.ok {
 		return c.p.Err()
 	}
-	return c.b.index.Series(c.p.At(), &c.builder, &c.lset, &c.metas)
+	return c.b.index.Series(c.p.At(), &c.builder, &c.lset, &c.metas, &c.starts)
 }
 
 // appendChunks appends the current series' chunks to dst.

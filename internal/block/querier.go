@@ -2,6 +2,7 @@ package block
 
 import (
 	"context"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
@@ -100,7 +101,7 @@ func (q *querier) forEachLabels(ctx context.Context, ms []*labels.Matcher, fn fu
 		chunks []index.ChunkMeta
 	)
 	for p.Next() {
-		if err := q.b.index.Series(p.At(), &b, &lset, &chunks); err != nil {
+		if err := q.b.index.Series(p.At(), &b, &lset, &chunks, nil); err != nil {
 			return err
 		}
 		fn(lset)
@@ -122,6 +123,7 @@ type seriesSet struct {
 
 	builder labels.ScratchBuilder
 	metas   []index.ChunkMeta
+	starts  []chunkenc.StartTime
 	cur     *chunkenc.Series
 	err     error
 }
@@ -140,7 +142,11 @@ func (ss *seriesSet) Next() bool {
 			}
 		}
 		var lset labels.Labels
-		if err := ss.b.index.Series(ss.p.At(), &ss.builder, &lset, &ss.metas); err != nil {
+		starts := &ss.starts
+		if ss.labelsOnly {
+			starts = nil
+		}
+		if err := ss.b.index.Series(ss.p.At(), &ss.builder, &lset, &ss.metas, starts); err != nil {
 			ss.err = err
 			return false
 		}
@@ -175,6 +181,9 @@ func (ss *seriesSet) Next() bool {
 			continue
 		}
 		ss.cur = &chunkenc.Series{Lset: lset, Chunks: chunks, MinT: ss.mint, MaxT: ss.maxt}
+		if len(ss.starts) > 0 && !ss.labelsOnly {
+			ss.cur.Starts = slices.Clone(ss.starts)
+		}
 		ss.returned++
 		return true
 	}

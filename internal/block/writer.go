@@ -56,6 +56,7 @@ type Writer struct {
 	index     *index.Writer
 
 	metas   []index.ChunkMeta
+	starts  []chunkenc.StartTime
 	pending []chunkenc.Meta
 	dense   chunkenc.Densifier
 	emit    func(chunkenc.Meta, bool) error // write, bound once
@@ -112,11 +113,13 @@ func NewWriter(parent string, opts WriterOptions) (*Writer, error) {
 func (w *Writer) ULID() ulid.ULID { return w.meta.ULID }
 
 // AddSeries adds a series with its chunks, oldest first and not
-// overlapping. Series must come in strictly increasing label order. Chunk
-// bytes are written before AddSeries returns; the caller may reuse them.
-// The Writer keeps lset (label sets are immutable) until the next call.
-// A series without chunks in the block's range is left out.
-func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
+// overlapping, and the changes of its start time (see chunkenc.StartAt),
+// of which the block keeps those its samples need. Series must come in
+// strictly increasing label order. Chunk bytes are written before
+// AddSeries returns; the caller may reuse them and starts. The Writer
+// keeps lset (label sets are immutable) until the next call. A series
+// without chunks in the block's range is left out.
+func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta, starts []chunkenc.StartTime) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -152,7 +155,12 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []chunkenc.Meta) error {
 	if err := w.dense.Join(w.pending, 0, w.emit); err != nil {
 		return err
 	}
-	if err := w.index.AddSeries(lset, w.metas); err != nil {
+	if len(starts) > 0 {
+		w.starts = chunkenc.ClipStarts(w.starts[:0], starts, w.metas[0].MinT, w.metas[len(w.metas)-1].MaxT)
+	} else {
+		w.starts = w.starts[:0]
+	}
+	if err := w.index.AddSeries(lset, w.metas, w.starts); err != nil {
 		w.err = err
 		return err
 	}

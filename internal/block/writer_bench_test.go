@@ -35,7 +35,7 @@ func BenchmarkWriter(b *testing.B) {
 			sb.Add("instance", fmt.Sprintf("10.0.0.%03d:9100", i%200/10))
 			sb.Add("job", "node")
 			sb.Add("mode", fmt.Sprintf("%02d", i%10))
-			if err := w.AddSeries(sb.Labels(), chunk); err != nil {
+			if err := w.AddSeries(sb.Labels(), chunk, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

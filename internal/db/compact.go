@@ -10,10 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
-
 	"github.com/strata-db/strata/internal/block"
-	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/vfs"
 )
@@ -188,9 +185,7 @@ func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 	if err != nil {
 		return err
 	}
-	err = h.ForEachSeries(lo, hi, func(lset labels.Labels, chunks []chunkenc.Meta) error {
-		return w.AddSeries(lset, chunks)
-	})
+	err = h.ForEachSeries(lo, hi, w.AddSeries)
 	if err != nil {
 		w.Abort()
 		return fmt.Errorf("write block [%d, %d]: %w", lo, hi, err)

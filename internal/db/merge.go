@@ -145,9 +145,10 @@ func (m *mergeSeriesSet) Warnings() annotations.Annotations {
 
 // join returns the parts of a series, oldest source first, as one Series
 // over their chunks, if they can be read one after another: each is a
-// chunkenc.Series whose chunks all come after the previous part's, and
-// only the last has start times, changes after the previous parts'
-// samples. It returns nil if they cannot, or if there is one part.
+// chunkenc.Series whose chunks all come after the previous part's. Each
+// part's start time changes are kept for its own samples (the head's go
+// back to before its oldest, a block's start with its first). It returns
+// nil if they cannot, or if there is one part.
 //
 // A part's samples all lie in its own [MinT, MaxT], a block's range
 // clipped to the query's, or the query's for the head, so reading all of
@@ -157,12 +158,9 @@ func join(lset labels.Labels, parts []promstorage.Series) *chunkenc.Series {
 		return nil
 	}
 	n, last := 0, int64(math.MinInt64)
-	for i, p := range parts {
+	for _, p := range parts {
 		s, ok := p.(*chunkenc.Series)
 		if !ok || len(s.Chunks) == 0 || s.Chunks[0].MinT <= last {
-			return nil
-		}
-		if len(s.Starts) > 0 && (i < len(parts)-1 || s.Starts[0].T <= last) {
 			return nil
 		}
 		n += len(s.Chunks)
@@ -181,7 +179,7 @@ func join(lset labels.Labels, parts []promstorage.Series) *chunkenc.Series {
 			out.Joins = append(out.Joins, len(out.Chunks))
 		}
 		out.Chunks = append(out.Chunks, s.Chunks...)
-		out.Starts = s.Starts
+		out.Starts = chunkenc.ClipStarts(out.Starts, s.Starts, s.Chunks[0].MinT, s.Chunks[len(s.Chunks)-1].MaxT)
 		out.MinT, out.MaxT = min(out.MinT, s.MinT), max(out.MaxT, s.MaxT)
 	}
 	return out

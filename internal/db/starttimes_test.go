@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -23,7 +24,11 @@ import (
 // TestStartTimestampsPromQL runs Prometheus' own tests of rate, increase,
 // irate and resets over start timestamps (promqltest's
 // start_timestamps.test) with the samples stored in a DB: the answers
-// depend on the start time the store gives back for every sample.
+// depend on the start time the store gives back for every sample. The
+// samples are read from the head, and from blocks of two minutes, merged
+// up to six, with the head's last minutes: a block must keep what its
+// samples need of a series' start times, and a query read them across
+// blocks and the head.
 func TestStartTimestampsPromQL(t *testing.T) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/prometheus/prometheus").Output()
 	if err != nil {
@@ -42,29 +47,52 @@ func TestStartTimestampsPromQL(t *testing.T) {
 		UseStartTimestamps:       true,
 		Parser:                   parser.NewParser(promqltest.TestParserOpts),
 	})
-	promqltest.RunTestWithStorage(t, string(test), engine, func(t testing.TB) promstorage.Storage {
-		opts := DefaultOptions()
-		opts.Dir = t.TempDir()
-		opts.CompactionInterval = 0
-		store := Open(opts)
-		if err := store.Wait(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return promStorage{store}
-	})
+	for _, blocks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blocks=%v", blocks), func(t *testing.T) {
+			var seen blocksSeen
+			promqltest.RunTestWithStorage(t, string(test), engine, func(t testing.TB) promstorage.Storage {
+				opts := DefaultOptions()
+				opts.Dir = t.TempDir()
+				opts.CompactionInterval = 0
+				opts.RetentionTime = 0
+				if blocks {
+					opts.Head.BlockRange = 2 * time.Minute.Milliseconds()
+					opts.MaxBlockDuration = 6 * time.Minute
+				}
+				store := Open(opts)
+				if err := store.Wait(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				return promStorage{db: store, compact: blocks, seen: &seen}
+			})
+			if blocks && (seen.blocks == 0 || seen.merged == 0) {
+				// The test's loads span over 15 minutes: most of their
+				// samples must be read from blocks, some merged.
+				t.Errorf("%d blocks written, %d of them merged", seen.blocks, seen.merged)
+			}
+		})
+	}
 }
 
 // promStorage is a DB as promqltest takes a storage: it loads a test's
 // samples through AppenderV2, the appender that carries start times, and
-// queries through Querier.
-type promStorage struct{ db *DB }
+// queries through Querier. With compact, each commit is followed by a
+// compaction.
+type promStorage struct {
+	db      *DB
+	compact bool
+	seen    *blocksSeen
+}
+
+// blocksSeen counts the blocks the compactions after commits left.
+type blocksSeen struct{ blocks, merged int }
 
 func (s promStorage) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	return s.db.Querier(mint, maxt)
 }
 
 func (s promStorage) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
-	return promAppender{s.db.Appender(ctx)}
+	return promAppender{app: s.db.Appender(ctx), db: s.db, compact: s.compact, seen: s.seen}
 }
 
 func (promStorage) StartTime() (int64, error) { return math.MinInt64, nil }
@@ -77,12 +105,32 @@ func (promStorage) ChunkQuerier(int64, int64) (promstorage.ChunkQuerier, error) 
 	panic("not used")
 }
 
-type promAppender struct{ app storage.Appender }
+type promAppender struct {
+	app     storage.Appender
+	db      *DB
+	compact bool
+	seen    *blocksSeen
+}
 
 func (a promAppender) Append(ref promstorage.SeriesRef, lset labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, _ promstorage.AppendV2Options) (promstorage.SeriesRef, error) {
 	r, err := a.app.Append(storage.SeriesRef(ref), lset, storage.Sample{T: t, V: v, H: h, FH: fh, ST: st})
 	return promstorage.SeriesRef(r), err
 }
 
-func (a promAppender) Commit() error   { return a.app.Commit() }
+func (a promAppender) Commit() error {
+	if err := a.app.Commit(); err != nil || !a.compact {
+		return err
+	}
+	if err := a.db.Compact(); err != nil {
+		return err
+	}
+	for _, m := range a.db.Blocks() {
+		a.seen.blocks++
+		if m.Level > 1 {
+			a.seen.merged++
+		}
+	}
+	return nil
+}
+
 func (a promAppender) Rollback() error { return a.app.Rollback() }

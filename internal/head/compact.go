@@ -9,11 +9,11 @@ import (
 )
 
 // ForEachSeries calls fn for every series with samples in [mint, maxt], in
-// label order, with its chunks that overlap the range: what a block of
-// that range is written from. The chunks are valid until fn returns. The
-// open chunk is passed as a copy; it stays in the head. It stops at the
-// first error fn returns and returns it.
-func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunks []chunkenc.Meta) error) error {
+// label order, with its chunks that overlap the range and the changes of
+// its start time: what a block of that range is written from. The chunks
+// are valid until fn returns. The open chunk is passed as a copy; it stays
+// in the head. It stops at the first error fn returns and returns it.
+func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunks []chunkenc.Meta, starts []chunkenc.StartTime) error) error {
 	reader := h.acquireReader(mint)
 	defer h.releaseReader(reader)
 	all := slices.Collect(h.series.all())
@@ -23,7 +23,8 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 	var chunks []chunkenc.Meta
 	copier := chunkCopier{arena: h.arena}
 	for i, s := range all {
-		chunks, _ = s.snapshot(chunks[:0], mint, maxt)
+		var starts []chunkenc.StartTime
+		chunks, starts = s.snapshot(chunks[:0], mint, maxt)
 		all[i] = nil
 		if len(chunks) == 0 {
 			continue
@@ -32,7 +33,7 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 		if err != nil {
 			return err
 		}
-		if err := fn(symbols.labels(s.syms.ids(), &lb), copied); err != nil {
+		if err := fn(symbols.labels(s.syms.ids(), &lb), copied, starts); err != nil {
 			return err
 		}
 		copier.reset()

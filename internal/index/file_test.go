@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -60,12 +62,31 @@ func chunksOf(i int) []ChunkMeta {
 	return out
 }
 
-func writeIndex(t testing.TB, series []labels.Labels) []byte {
+// startsOf returns made-up start time changes for series i: none for
+// most, one, or several with a change to unknown (0) and a start after
+// its time.
+func startsOf(i int) []chunkenc.StartTime {
+	t := int64(i*37) - 1000
+	switch i % 5 {
+	case 1:
+		return []chunkenc.StartTime{{T: t, ST: t - 15000}}
+	case 3:
+		return []chunkenc.StartTime{{T: t - 5, ST: -7}, {T: t + 1, ST: 0}, {T: t + 300_000, ST: t + 300_001}, {T: math.MaxInt64, ST: math.MinInt64}}
+	}
+	return nil
+}
+
+// writeIndex writes series with chunksOf and, if starts is set, startsOf.
+func writeIndex(t testing.TB, series []labels.Labels, starts bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
 	for i, lset := range series {
-		if err := w.AddSeries(lset, chunksOf(i)); err != nil {
+		var st []chunkenc.StartTime
+		if starts {
+			st = startsOf(i)
+		}
+		if err := w.AddSeries(lset, chunksOf(i), st); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,72 +101,103 @@ func writeIndex(t testing.TB, series []labels.Labels) []byte {
 // read paths.
 func TestRoundTrip(t *testing.T) {
 	series := testSeries(3000)
-	b := writeIndex(t, series)
-	for name, src := range sources(b) {
-		t.Run(name, func(t *testing.T) {
-			r, err := NewReader(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.NumSeries() != uint64(len(series)) {
-				t.Fatalf("%d series, want %d", r.NumSeries(), len(series))
-			}
-			var (
-				sb     labels.ScratchBuilder
-				lset   labels.Labels
-				chunks []ChunkMeta
-			)
-			for i, want := range series {
-				if err := r.Series(storage.SeriesRef(i), &sb, &lset, &chunks); err != nil {
-					t.Fatal(err)
-				}
-				if !labels.Equal(lset, want) || !slices.Equal(chunks, chunksOf(i)) {
-					t.Fatalf("series %d: %s %v, want %s %v", i, lset, chunks, want, chunksOf(i))
-				}
-			}
-			mem := NewMemPostings()
-			for i, lset := range series {
-				mem.Add(storage.SeriesRef(i), lset.Range)
-			}
-			names, _ := r.LabelNames()
-			if !slices.Equal(names, mem.LabelNames()) {
-				t.Errorf("label names %v, want %v", names, mem.LabelNames())
-			}
-			for _, n := range names {
-				got, _ := r.LabelValues(n)
-				want, _ := mem.LabelValues(n)
-				if !slices.Equal(got, want) {
-					t.Errorf("values of %s: %v, want %v", n, got, want)
-				}
-			}
-			checkMatchers(t, r, series)
-		})
+	for _, withStarts := range []bool{false, true} {
+		for name, src := range sources(writeIndex(t, series, withStarts)) {
+			t.Run(fmt.Sprintf("%s/starts=%v", name, withStarts), func(t *testing.T) {
+				testRoundTrip(t, src, series, withStarts)
+			})
+		}
 	}
+}
+
+func testRoundTrip(t *testing.T, src Source, series []labels.Labels, withStarts bool) {
+	r, err := NewReader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NumSeries() != uint64(len(series)) {
+		t.Fatalf("%d series, want %d", r.NumSeries(), len(series))
+	}
+	var (
+		sb     labels.ScratchBuilder
+		lset   labels.Labels
+		chunks []ChunkMeta
+		starts []chunkenc.StartTime
+	)
+	for i, want := range series {
+		if err := r.Series(storage.SeriesRef(i), &sb, &lset, &chunks, &starts); err != nil {
+			t.Fatal(err)
+		}
+		if !labels.Equal(lset, want) || !slices.Equal(chunks, chunksOf(i)) {
+			t.Fatalf("series %d: %s %v, want %s %v", i, lset, chunks, want, chunksOf(i))
+		}
+		wantStarts := startsOf(i)
+		if !withStarts {
+			wantStarts = nil
+		}
+		if !slices.Equal(starts, wantStarts) {
+			t.Fatalf("series %d: start times %v, want %v", i, starts, wantStarts)
+		}
+		// Without a place for them, the start times are skipped.
+		if err := r.Series(storage.SeriesRef(i), &sb, &lset, &chunks, nil); err != nil || !slices.Equal(chunks, chunksOf(i)) {
+			t.Fatalf("series %d without start times: %v %v", i, chunks, err)
+		}
+	}
+	mem := NewMemPostings()
+	for i, lset := range series {
+		mem.Add(storage.SeriesRef(i), lset.Range)
+	}
+	names, _ := r.LabelNames()
+	if !slices.Equal(names, mem.LabelNames()) {
+		t.Errorf("label names %v, want %v", names, mem.LabelNames())
+	}
+	for _, n := range names {
+		got, _ := r.LabelValues(n)
+		want, _ := mem.LabelValues(n)
+		if !slices.Equal(got, want) {
+			t.Errorf("values of %s: %v, want %v", n, got, want)
+		}
+	}
+	checkMatchers(t, r, series)
 }
 
 func TestWriterRejects(t *testing.T) {
 	w := NewWriter(&bytes.Buffer{})
-	if err := w.AddSeries(labels.FromStrings("a", "2"), nil); err != nil {
+	if err := w.AddSeries(labels.FromStrings("a", "2"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AddSeries(labels.FromStrings("a", "1"), nil); err == nil {
+	if err := w.AddSeries(labels.FromStrings("a", "1"), nil, nil); err == nil {
 		t.Error("series out of order accepted")
 	}
-	if err := w.AddSeries(labels.FromStrings("a", "3"), []ChunkMeta{{Ref: 1, MinT: 0, MaxT: 10}, {Ref: 2, MinT: 10, MaxT: 20}}); err == nil {
+	if err := w.AddSeries(labels.FromStrings("a", "3"), []ChunkMeta{{Ref: 1, MinT: 0, MaxT: 10}, {Ref: 2, MinT: 10, MaxT: 20}}, nil); err == nil {
 		t.Error("overlapping chunks accepted")
+	}
+	if err := w.AddSeries(labels.FromStrings("a", "4"), nil, []chunkenc.StartTime{{T: 5, ST: 1}, {T: 5, ST: 2}}); err == nil {
+		t.Error("start time changes out of order accepted")
 	}
 }
 
 // TestGolden checks the bytes of a small index against testdata, so that
 // a format change is a visible decision: go test -run TestGolden -update.
+// Without start times it is the version 1 that strata read before them.
 func TestGolden(t *testing.T) {
+	for file, starts := range map[string]bool{"small.golden": false, "small-starts.golden": true} {
+		t.Run(file, func(t *testing.T) { testGolden(t, file, starts) })
+	}
+}
+
+func testGolden(t *testing.T, file string, starts bool) {
 	series := []labels.Labels{
 		labels.FromStrings("__name__", "up", "job", "api"),
 		labels.FromStrings("__name__", "up", "job", "db"),
 		labels.FromStrings("__name__", "up", "job", "db", "zone", "eu"),
+		labels.FromStrings("__name__", "up", "job", "web"),
 	}
-	got := hex.Dump(writeIndex(t, series))
-	path := filepath.Join("testdata", "small.golden")
+	if !starts {
+		series = series[:3]
+	}
+	got := hex.Dump(writeIndex(t, series, starts))
+	path := filepath.Join("testdata", file)
 	if *update {
 		if err := os.MkdirAll("testdata", 0o777); err != nil {
 			t.Fatal(err)
@@ -167,7 +219,7 @@ func TestGolden(t *testing.T) {
 // fails with ErrCorrupt, never with a panic or a wrong answer.
 func TestCorruption(t *testing.T) {
 	series := testSeries(50)
-	good := writeIndex(t, series)
+	good := writeIndex(t, series, true)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 300 {
 		b := slices.Clone(good)
@@ -186,10 +238,11 @@ func TestCorruption(t *testing.T) {
 			sb     labels.ScratchBuilder
 			lset   labels.Labels
 			chunks []ChunkMeta
+			starts []chunkenc.StartTime
 		)
 		for ref := range series {
-			err := r.Series(storage.SeriesRef(ref), &sb, &lset, &chunks)
-			if err == nil && (!labels.Equal(lset, series[ref]) || !slices.Equal(chunks, chunksOf(ref))) {
+			err := r.Series(storage.SeriesRef(ref), &sb, &lset, &chunks, &starts)
+			if err == nil && (!labels.Equal(lset, series[ref]) || !slices.Equal(chunks, chunksOf(ref)) || !slices.Equal(starts, startsOf(ref))) {
 				t.Fatalf("flip at %d: series %d read wrong without an error", i, ref)
 			}
 			if err != nil && !errors.Is(err, ErrCorrupt) {
@@ -214,8 +267,9 @@ func TestCorruption(t *testing.T) {
 // FuzzReader opens arbitrary bytes as an index and reads all of it: no
 // input may panic.
 func FuzzReader(f *testing.F) {
-	f.Add(writeIndex(f, testSeries(5)))
-	f.Add(writeIndex(f, nil))
+	f.Add(writeIndex(f, testSeries(5), false))
+	f.Add(writeIndex(f, testSeries(5), true))
+	f.Add(writeIndex(f, nil, false))
 	f.Add([]byte("STIX"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, src := range sources(b) {
@@ -227,9 +281,10 @@ func FuzzReader(f *testing.F) {
 				sb     labels.ScratchBuilder
 				lset   labels.Labels
 				chunks []ChunkMeta
+				starts []chunkenc.StartTime
 			)
 			for ref := range min(r.NumSeries(), 1000) {
-				_ = r.Series(storage.SeriesRef(ref), &sb, &lset, &chunks)
+				_ = r.Series(storage.SeriesRef(ref), &sb, &lset, &chunks, &starts)
 			}
 			names, _ := r.LabelNames()
 			for _, n := range names {

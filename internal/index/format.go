@@ -9,9 +9,12 @@ import (
 
 // The index file; see docs/format/index.md.
 const (
-	magic      = 0x53544958 // "STIX"
-	version    = 1
-	headerSize = 8 // magic, version, 3 bytes of padding
+	magic = 0x53544958 // "STIX"
+	// version is that of an index with start times; one without any is
+	// versionNoStarts, which strata before them reads too.
+	version         = 2
+	versionNoStarts = 1
+	headerSize      = 8 // magic, version, 3 bytes of padding
 	// tocSize is the fixed table of contents at the end of the file:
 	// seven section offsets, the series count, the offset width, five
 	// CRCs (symbols, offsets, labels, names, the TOC itself) and the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -32,7 +33,9 @@ type bytesSource interface {
 // CRCs; series entries and postings lists are read when asked for, and
 // their CRCs checked then. It is safe for concurrent use.
 type Reader struct {
-	src     Source
+	src Source
+	// starts is whether series entries may hold start times (version 2).
+	starts  bool
 	toc     toc
 	symbols []string
 	offsets []byte // the offset table
@@ -60,14 +63,14 @@ func NewReader(src Source) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if binary.BigEndian.Uint32(hdr) != magic || hdr[4] != version {
+	if binary.BigEndian.Uint32(hdr) != magic || hdr[4] != version && hdr[4] != versionNoStarts {
 		return nil, &CorruptionError{Section: "header", Reason: "bad magic number or unknown version"}
 	}
 	tb, err := ReadAt(src, size-tocSize, tocSize)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{src: src, nameOff: map[string]int{}, values: map[string][]valueEntry{}}
+	r := &Reader{src: src, starts: hdr[4] == version, nameOff: map[string]int{}, values: map[string][]valueEntry{}}
 	if err := r.toc.decode(tb, size); err != nil {
 		return nil, err
 	}
@@ -194,9 +197,10 @@ func (r *Reader) Close() error { return nil }
 // NumSeries returns the number of series.
 func (r *Reader) NumSeries() uint64 { return r.toc.nseries }
 
-// Series reads series ref: its labels into lset, built with b, and its
-// chunks into chunks, reusing its memory.
-func (r *Reader) Series(ref storage.SeriesRef, b *labels.ScratchBuilder, lset *labels.Labels, chunks *[]ChunkMeta) error {
+// Series reads series ref: its labels into lset, built with b, its
+// chunks into chunks and, unless starts is nil, the changes of its start
+// time into starts, reusing their memory.
+func (r *Reader) Series(ref storage.SeriesRef, b *labels.ScratchBuilder, lset *labels.Labels, chunks *[]ChunkMeta, starts *[]chunkenc.StartTime) error {
 	if uint64(ref) >= r.toc.nseries {
 		return fmt.Errorf("index: series %d of %d", ref, r.toc.nseries)
 	}
@@ -252,6 +256,25 @@ func (r *Reader) Series(ref storage.SeriesRef, b *labels.ScratchBuilder, lset *l
 		}
 		c.MaxT = c.MinT + int64(d.uvarint())
 		*chunks = append(*chunks, c)
+	}
+	if starts != nil {
+		*starts = (*starts)[:0]
+	}
+	if r.starts && len(d.b) > 0 {
+		var last int64
+		for i := range d.count(2) {
+			var t int64
+			if i == 0 {
+				t = d.varint()
+			} else if t = last + int64(d.uvarint()); t <= last {
+				return corrupt("start time changes out of order")
+			}
+			st := t - d.varint()
+			if starts != nil {
+				*starts = append(*starts, chunkenc.StartTime{T: t, ST: st})
+			}
+			last = t
+		}
 	}
 	if d.err != nil || len(d.b) > 0 {
 		return corrupt(reason(d, "trailing bytes"))

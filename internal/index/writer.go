@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/chunkenc"
 )
 
 // Writer writes a block's index: AddSeries for every series, in strictly
@@ -40,13 +42,17 @@ type Writer struct {
 	pairs   []labels.Label
 	post    []pairPostings
 	// series holds the nseries series added, one after another: the
-	// count of its labels, their pair ids, the count of its chunks and
-	// the chunks, all encoded.
+	// count of its labels, their pair ids, the count of its chunks, the
+	// chunks, the count of its start time changes and the changes, all
+	// encoded.
 	series  []byte
 	nseries int
-	last    labels.Labels
-	key     []byte
-	err     error
+	// starts is set once a series has start times: the index then has
+	// version 2.
+	starts bool
+	last   labels.Labels
+	key    []byte
+	err    error
 }
 
 // pairPostings is what the Writer knows of a pair's postings: how many
@@ -75,8 +81,9 @@ func NewWriter(w io.Writer) *Writer {
 }
 
 // AddSeries adds a series with its chunks, oldest first and not
-// overlapping. The Writer keeps neither lset nor chunks.
-func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
+// overlapping, and the changes of its start time (see chunkenc.StartAt),
+// oldest first. The Writer keeps none of them.
+func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta, starts []chunkenc.StartTime) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -94,6 +101,11 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
 			return fmt.Errorf("index: series %s: chunk %d out of order", lset, i)
 		}
 	}
+	for i := 1; i < len(starts); i++ {
+		if starts[i].T <= starts[i-1].T {
+			return fmt.Errorf("index: series %s: start time change %d out of order", lset, i)
+		}
+	}
 	b := binary.AppendUvarint(w.series, uint64(lset.Len()))
 	lset.Range(func(l labels.Label) {
 		b = binary.AppendUvarint(b, uint64(w.pairID(l)))
@@ -108,6 +120,20 @@ func (w *Writer) AddSeries(lset labels.Labels, chunks []ChunkMeta) error {
 			b = binary.AppendUvarint(b, uint64(c.Ref-chunks[i-1].Ref))
 		}
 		b = binary.AppendUvarint(b, uint64(c.MaxT-c.MinT))
+	}
+	// The count of start time changes is kept here even if 0; the file
+	// has it only if not (see Close).
+	b = binary.AppendUvarint(b, uint64(len(starts)))
+	if len(starts) > 0 {
+		w.starts = true
+		for i, st := range starts {
+			if i == 0 {
+				b = binary.AppendVarint(b, st.T)
+			} else {
+				b = binary.AppendUvarint(b, uint64(st.T-starts[i-1].T))
+			}
+			b = binary.AppendVarint(b, st.T-st.ST)
+		}
 	}
 	w.series = b
 	w.nseries++
@@ -168,7 +194,11 @@ func (w *Writer) Close() error {
 	}
 
 	hdr := binary.BigEndian.AppendUint32(nil, magic)
-	cw.write(append(hdr, version, 0, 0, 0))
+	v := byte(versionNoStarts)
+	if w.starts {
+		v = version
+	}
+	cw.write(append(hdr, v, 0, 0, 0))
 
 	t.symbols = cw.n
 	var b []byte
@@ -223,6 +253,19 @@ func (w *Writer) Close() error {
 			return w.err
 		}
 		body = append(body, list[:len(list)-len(d.b)]...)
+		// The start time changes, if any: their count, then two varints
+		// a change.
+		list = d.b
+		if n := d.uvarint(); n > 0 {
+			for range 2 * n {
+				d.uvarint()
+			}
+			body = append(body, list[:len(list)-len(d.b)]...)
+		}
+		if d.err != nil {
+			w.err = fmt.Errorf("index: series %d: %w", i, d.err)
+			return w.err
+		}
 		rest = d.b
 		entry = binary.AppendUvarint(entry[:0], uint64(len(body)))
 		entry = append(entry, body...)

@@ -47,7 +47,7 @@ func BenchmarkWriter(b *testing.B) {
 		var sb labels.ScratchBuilder
 		for i := range nseries {
 			chunks[0].Ref, chunks[1].Ref = ChunkRef(2*i), ChunkRef(2*i+1)
-			if err := w.AddSeries(labelsOf(i, &sb), chunks); err != nil {
+			if err := w.AddSeries(labelsOf(i, &sb), chunks, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
