@@ -3,10 +3,6 @@ package db
 import (
 	"context"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,30 +13,9 @@ import (
 	"github.com/prometheus/prometheus/promql/promqltest"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/strata-db/strata/internal/promtests"
 	"github.com/strata-db/strata/internal/storage"
 )
-
-// builtinTests returns Prometheus' own PromQL test files, from the module
-// strata builds against, by name.
-func builtinTests(t *testing.T) map[string]string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/prometheus/prometheus").Output()
-	if err != nil {
-		t.Fatalf("find the prometheus module: %v", err)
-	}
-	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "promql", "promqltest", "testdata", "*.test"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files: %v", err)
-	}
-	tests := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tests[filepath.Base(f)] = string(b)
-	}
-	return tests
-}
 
 // testEngine returns Prometheus' engine set up for Prometheus' test file
 // name: with the features its expectations assume.
@@ -66,7 +41,7 @@ func testEngine(t *testing.T, name string) *promql.Engine {
 // type_and_unit.test is left out: it needs Prometheus' type-and-unit
 // labels, which strata does not offer.
 func TestPromQLSuite(t *testing.T) {
-	tests := builtinTests(t)
+	tests := promtests.Files(t)
 	if _, ok := tests["type_and_unit.test"]; !ok {
 		t.Error("type_and_unit.test is no longer among Prometheus' tests")
 	}
@@ -88,7 +63,7 @@ func TestPromQLSuite(t *testing.T) {
 func TestStartTimestampsPromQL(t *testing.T) {
 	const name = "start_timestamps.test"
 	var seen blocksSeen
-	promqltest.RunTestWithStorage(t, builtinTests(t)[name], testEngine(t, name), func(t testing.TB) promstorage.Storage {
+	promqltest.RunTestWithStorage(t, promtests.Files(t)[name], testEngine(t, name), func(t testing.TB) promstorage.Storage {
 		return openPromStorage(t, true, &seen)
 	})
 	if seen.blocks == 0 || seen.merged == 0 {

@@ -1,10 +1,6 @@
 package rollup
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,30 +11,9 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/teststorage"
-)
 
-// builtinTests returns Prometheus' own PromQL test files, from the module
-// strata builds against, by name.
-func builtinTests(t *testing.T) map[string]string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/prometheus/prometheus").Output()
-	if err != nil {
-		t.Fatalf("find the prometheus module: %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "promql", "promqltest", "testdata")
-	files, err := filepath.Glob(filepath.Join(dir, "*.test"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files in %s: %v", dir, err)
-	}
-	tests := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tests[filepath.Base(f)] = string(b)
-	}
-	return tests
-}
+	"github.com/strata-db/strata/internal/promtests"
+)
 
 // newPromEngine returns Prometheus' engine as strata's server sets it up.
 func newPromEngine(t testing.TB, maxSamples int) *promql.Engine {
@@ -77,7 +52,7 @@ var needsFeatures = map[string]bool{
 // answer, and every warning and info, must be what Prometheus' engine
 // gives.
 func TestBuiltin(t *testing.T) {
-	tests := builtinTests(t)
+	tests := promtests.Files(t)
 	for name := range needsFeatures {
 		if _, ok := tests[name]; !ok {
 			t.Errorf("%s is no longer among Prometheus' tests", name)
@@ -112,7 +87,7 @@ func TestBuiltinStartTimestamps(t *testing.T) {
 	e := New(Options{Engine: newPromEngineST(t, maxSamples, true), Parser: parser.NewParser(promqltest.TestParserOpts), MaxSamples: maxSamples, UseStartTimestamps: true})
 	// Prometheus' storage keeps start timestamps as its own tests of
 	// them set it up.
-	promqltest.RunTestWithStorage(t, builtinTests(t)["start_timestamps.test"], e, func(t testing.TB) promstorage.Storage {
+	promqltest.RunTestWithStorage(t, promtests.Files(t)["start_timestamps.test"], e, func(t testing.TB) promstorage.Storage {
 		return teststorage.New(t, func(opts *tsdb.Options) {
 			opts.EnableSTStorage = true
 			opts.FloatChunkEncoding = promchunkenc.EncXOR2
