@@ -105,7 +105,8 @@ func BenchmarkSelect(b *testing.B) {
 // time in: reading every series of a block range from the head
 // (head.ForEachSeries) and writing them to a block (in memory, so that
 // the disk's speed is not measured): 100k series of node-exporter-like
-// labels, an hour at a 60 s interval.
+// labels, a one-hour block range at a 60 s interval, whose chunks the
+// head closed when the next range began.
 //
 //	go test ./internal/db -run NONE -bench BenchmarkWriteBlock -benchmem -count=6 | benchstat -
 func BenchmarkWriteBlock(b *testing.B) {
@@ -118,7 +119,7 @@ func BenchmarkWriteBlock(b *testing.B) {
 	opts.Dir = "data"
 	opts.FS = crashfs.New()
 	opts.CompactionInterval = 0
-	opts.Head.BlockRange = 24 * time.Hour.Milliseconds()
+	opts.Head.BlockRange = span
 	db := Open(opts)
 	if err := db.Wait(context.Background()); err != nil {
 		b.Fatal(err)
@@ -129,7 +130,7 @@ func BenchmarkWriteBlock(b *testing.B) {
 		lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%100), "instance", fmt.Sprintf("host-%d:9100", i/100),
 			"job", "node", "cpu", fmt.Sprint(i%8), "mode", []string{"idle", "user", "system"}[i%3])
 	}
-	for ts := int64(0); ts < span; ts += interval {
+	for ts := int64(0); ts <= span; ts += interval {
 		app := db.Appender(context.Background())
 		for i, l := range lsets {
 			if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(ts) * float64(i)}); err != nil {
