@@ -2,6 +2,7 @@ package head
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -336,4 +337,36 @@ func (t *symbolTable) compare(a, b string) int {
 		return -1
 	}
 	return 0
+}
+
+// ranks returns every id's place in the order of its pair, by name and
+// then value, from 1; an id no series holds gets 0. Label sets compared
+// id by id through it are in labels.Compare's order. The pairs are
+// copied under the lock and sorted outside it.
+func (t *symbolTable) ranks() []uint32 {
+	type held struct {
+		id          uint32
+		name, value string
+	}
+	t.mu.Lock()
+	p := t.symbols()
+	pairs := make([]held, 0, len(t.counts)-len(t.free))
+	for id, n := range t.counts {
+		if n > 0 {
+			name, value := splitPair(p.pair(uint64(id)))
+			pairs = append(pairs, held{uint32(id), name, value})
+		}
+	}
+	ranks := make([]uint32, len(t.counts))
+	t.mu.Unlock()
+	slices.SortFunc(pairs, func(a, b held) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.value, b.value)
+	})
+	for i, h := range pairs {
+		ranks[h.id] = uint32(i + 1)
+	}
+	return ranks
 }

@@ -5,9 +5,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // randomLabelSets returns n label sets drawn from few names and values, so
@@ -201,5 +205,51 @@ func TestSymIDs(t *testing.T) {
 	}
 	if got := (symIDs{}).ids(); got != "" {
 		t.Errorf("the zero symIDs hold %q", got)
+	}
+}
+
+// TestSortedSeries checks that the head's series come out of sorted in
+// labels.Compare's order: label sets of one to nine labels, prefixes of
+// one another, names and values that sort differently as strings and as
+// their pairs' encodings. With few distinct pairs a key holds all of a
+// series' pairs; with thousands of values of the last label, it holds the
+// first four, which many series share, and the ranks of the rest decide.
+func TestSortedSeries(t *testing.T) {
+	for _, distinct := range []int{3, 5000} {
+		t.Run(fmt.Sprintf("values=%d", distinct), func(t *testing.T) {
+			s := newStripeSeries(16)
+			rng := rand.New(rand.NewPCG(7, uint64(distinct)))
+			names := []string{"__name__", "a", "ab", "b", "job", "le", "zone", "z\xff", "zz"}
+			seen := map[string]bool{}
+			var want []labels.Labels
+			for len(want) < 3000 {
+				var b labels.ScratchBuilder
+				for _, n := range names[:1+rng.IntN(len(names))] {
+					if rng.IntN(4) > 0 {
+						if n == "zz" {
+							b.Add(n, strings.Repeat("v", rng.IntN(3))+fmt.Sprint(rng.IntN(distinct)))
+						} else {
+							b.Add(n, strings.Repeat("v", rng.IntN(2)))
+						}
+					}
+				}
+				b.Sort()
+				ls := b.Labels()
+				if ls.IsEmpty() || seen[ls.String()] {
+					continue
+				}
+				seen[ls.String()] = true
+				want = append(want, ls)
+				ms := &memSeries{ref: storage.SeriesRef(len(want)), syms: s.symbols.intern(ls)}
+				s.getOrSet(ls.Hash(), ls, func() *memSeries { return ms })
+			}
+			slices.SortFunc(want, labels.Compare)
+			var b labels.ScratchBuilder
+			for i, ss := range s.sorted(len(want) / 2) {
+				if got := s.symbols.labels(ss.s.syms.ids(), &b); !labels.Equal(got, want[i]) {
+					t.Fatalf("series %d: %s, want %s", i, got, want[i])
+				}
+			}
+		})
 	}
 }
