@@ -43,22 +43,7 @@ func BenchmarkSelect(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			lsets := make([]labels.Labels, nseries)
-			for i := range lsets {
-				lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%100), "instance", fmt.Sprintf("host-%d:9100", i/100),
-					"job", "node", "cpu", fmt.Sprint(i%8), "mode", []string{"idle", "user", "system"}[i%3])
-			}
-			for ts := int64(0); ts < hours*3600_000; ts += interval {
-				app := db.Appender(context.Background())
-				for i, l := range lsets {
-					if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(ts) * float64(i)}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := app.Commit(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			appendNodeSeries(b, db, nseries, hours*3600_000-interval, interval)
 			if err := db.Compact(); err != nil {
 				b.Fatal(err)
 			}
@@ -125,22 +110,7 @@ func BenchmarkWriteBlock(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	lsets := make([]labels.Labels, nseries)
-	for i := range lsets {
-		lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%100), "instance", fmt.Sprintf("host-%d:9100", i/100),
-			"job", "node", "cpu", fmt.Sprint(i%8), "mode", []string{"idle", "user", "system"}[i%3])
-	}
-	for ts := int64(0); ts <= span; ts += interval {
-		app := db.Appender(context.Background())
-		for i, l := range lsets {
-			if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(ts) * float64(i)}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := app.Commit(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	appendNodeSeries(b, db, nseries, span, interval)
 	h := db.Head()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -156,4 +126,26 @@ func BenchmarkWriteBlock(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nseries), "ns/series")
+}
+
+// appendNodeSeries appends to db n series like a node exporter's (100
+// metrics on n/100 hosts), a sample of each every interval ms from 0 to
+// last, one commit a time.
+func appendNodeSeries(b *testing.B, db *DB, n int, last, interval int64) {
+	lsets := make([]labels.Labels, n)
+	for i := range lsets {
+		lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%100), "instance", fmt.Sprintf("host-%d:9100", i/100),
+			"job", "node", "cpu", fmt.Sprint(i%8), "mode", []string{"idle", "user", "system"}[i%3])
+	}
+	for ts := int64(0); ts <= last; ts += interval {
+		app := db.Appender(context.Background())
+		for i, l := range lsets {
+			if _, err := app.Append(0, l, storage.Sample{T: ts, V: float64(ts) * float64(i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -93,14 +93,5 @@ func (s *stripeSeries) sorted(n int) []sortedSeries {
 // compareRanks orders the label sets a and b hold by the ranks of their
 // ids, as labels.Compare orders them.
 func compareRanks(ranks []uint32, a, b string) int {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		var x, y uint64
-		x, i = uvarint(a, i)
-		y, j = uvarint(b, j)
-		if x != y {
-			return cmp.Compare(ranks[x], ranks[y])
-		}
-	}
-	return cmp.Compare(len(a)-i, len(b)-j)
+	return compareIDs(a, b, func(x, y uint64) int { return cmp.Compare(ranks[x], ranks[y]) })
 }

@@ -1,6 +1,7 @@
 package head
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -316,27 +317,29 @@ func (t *symbolTable) equalEach(syms string, lset labels.Labels) bool {
 // ids differ.
 func (t *symbolTable) compare(a, b string) int {
 	p := t.symbols()
+	return compareIDs(a, b, func(x, y uint64) int {
+		xn, xv := splitPair(p.pair(x))
+		yn, yv := splitPair(p.pair(y))
+		if c := strings.Compare(xn, yn); c != 0 {
+			return c
+		}
+		return strings.Compare(xv, yv)
+	})
+}
+
+// compareIDs orders the label sets a and b hold, id by id: the first
+// ids that differ by pairs, which orders them; else the shorter first.
+func compareIDs(a, b string, pairs func(x, y uint64) int) int {
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		var x, y uint64
 		x, i = uvarint(a, i)
 		y, j = uvarint(b, j)
 		if x != y {
-			xn, xv := splitPair(p.pair(x))
-			yn, yv := splitPair(p.pair(y))
-			if c := strings.Compare(xn, yn); c != 0 {
-				return c
-			}
-			return strings.Compare(xv, yv)
+			return pairs(x, y)
 		}
 	}
-	switch {
-	case i < len(a):
-		return 1
-	case j < len(b):
-		return -1
-	}
-	return 0
+	return cmp.Compare(len(a)-i, len(b)-j)
 }
 
 // ranks returns every id's place in the order of its pair, by name and
