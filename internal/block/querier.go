@@ -181,7 +181,7 @@ func (ss *seriesSet) Next() bool {
 			continue
 		}
 		ss.cur = &chunkenc.Series{Lset: lset, Chunks: chunks, MinT: ss.mint, MaxT: ss.maxt}
-		if len(ss.starts) > 0 && !ss.labelsOnly {
+		if len(ss.starts) > 0 {
 			ss.cur.Starts = slices.Clone(ss.starts)
 		}
 		ss.returned++

@@ -71,15 +71,15 @@ func (s *stripeSeries) sorted(n int) []sortedSeries {
 	for k := range all {
 		ids := all[k].s.syms.ids()
 		var key uint64
-		n := 0
-		for i := 0; i < len(ids) && n < perKey; n++ {
+		pairs := 0
+		for i := 0; i < len(ids) && pairs < perKey; pairs++ {
 			var id uint64
 			id, i = uvarint(ids, i)
 			key = key<<width | uint64(ranks[id])
 		}
 		// Left-aligned: a series with fewer pairs than the key holds
 		// sorts before those it is a prefix of, as in labels.Compare.
-		all[k].key = key << ((perKey - n) * width)
+		all[k].key = key << ((perKey - pairs) * width)
 	}
 	slices.SortFunc(all, func(a, b sortedSeries) int {
 		if a.key != b.key {
