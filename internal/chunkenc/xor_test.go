@@ -716,3 +716,42 @@ func TestXORAppenderZeroValue(t *testing.T) {
 		}
 	}
 }
+
+// TestXORFits checks Fits against what Append then takes, at every sample
+// of every round-trip case and from several starting capacities: a sample
+// said to fit leaves the memory where it is, and Fits overstates a
+// sample's bytes by at most two (a new window's 11 bits of description
+// that reusing the current one saves). Chunks are cut at 240 samples, as
+// the head cuts them.
+func TestXORFits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	cases := roundTripCases()
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		samples := cases[name]
+		for _, capacity := range []int{2, 20, 48, 64} {
+			var c XORAppender
+			w := bitWriter{buf: make([]byte, xorChunkHeaderSize, capacity)}
+			c.setWriter(&w)
+			var prev sample
+			for i, s := range samples {
+				if c.NumSamples() == 240 {
+					c.Reset()
+				}
+				room, before, capBefore := c.Room(), len(c.Bytes()), c.cap
+				fits := c.Fits(prev.t, math.Float64frombits(prev.v), s.t, math.Float64frombits(s.v))
+				c.Append(prev.t, math.Float64frombits(prev.v), s.t, math.Float64frombits(s.v))
+				took := len(c.Bytes()) - before
+				switch {
+				case fits && (took > room || c.cap != capBefore):
+					t.Fatalf("%s, capacity %d, sample %d: fits, but took %d bytes of %d and moved to %d", name, capacity, i, took, room, c.cap)
+				case !fits && took+2 < room:
+					t.Fatalf("%s, capacity %d, sample %d: does not fit, but took %d bytes of %d", name, capacity, i, took, room)
+				}
+				prev = s
+				if rng.IntN(16) == 0 {
+					c.Detach(len(c.Finished()))
+				}
+			}
+		}
+	}
+}

@@ -160,14 +160,14 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storag
 			dup, err = s.checkLate(lateSample{t: smpl.T, v: smpl.V, h: smpl.H, fh: smpl.FH})
 		}
 		prevStart = s.currentStart()
+		if !s.logged() {
+			a.unlogged = append(a.unlogged, s)
+		}
 		s.mu.Unlock()
 		if st, ok := a.pendingStart[s]; ok {
 			prevStart = st
 		}
 		break
-	}
-	if !s.logged.Load() && s != a.last {
-		a.unlogged = append(a.unlogged, s)
 	}
 	if err != nil {
 		h.stats.samplesRejected.Add(1)
@@ -298,12 +298,15 @@ func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e e
 	if a.gen < 0 {
 		a.gen = h.appenderGens.enter()
 	}
+	unlogged := false
 	if s != nil && s != a.last {
 		s.mu.Lock()
-		if !s.takeForAppend() {
+		live := s.takeForAppend()
+		unlogged = !s.logged()
+		s.mu.Unlock()
+		if !live {
 			s = nil
 		}
-		s.mu.Unlock()
 	}
 	if s == nil {
 		// Exemplars come with samples, which create the series.
@@ -316,7 +319,7 @@ func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e e
 	if dup {
 		return s.ref, nil
 	}
-	if !s.logged.Load() && s != a.last {
+	if unlogged {
 		a.unlogged = append(a.unlogged, s)
 	}
 	a.exemplars = append(a.exemplars, record.RefExemplar{Ref: s.ref, T: e.Ts, V: e.Value, HasTs: e.HasTs, Labels: e.Labels.Copy()})
@@ -353,7 +356,10 @@ func (a *appender) Commit() error {
 	recs := a.recs[:0]
 	a.logSeries = a.logSeries[:0]
 	for _, s := range a.unlogged {
-		if !s.logged.Load() {
+		s.mu.Lock()
+		logged := s.logged()
+		s.mu.Unlock()
+		if !logged {
 			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.series.symbols.labels(s.syms.ids(), &a.logLabels)})
 		}
 	}
@@ -393,7 +399,9 @@ func (a *appender) Commit() error {
 		return fmt.Errorf("log to WAL: %w", err)
 	}
 	for _, s := range a.unlogged {
-		s.logged.Store(true)
+		s.mu.Lock()
+		s.state |= seriesLogged
+		s.mu.Unlock()
 	}
 	if len(a.metadata) > 0 {
 		h.metadata.set(a.metadata)

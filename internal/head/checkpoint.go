@@ -230,7 +230,7 @@ func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier)
 			data = copier.alloc(len(s.memBytes()))
 			copy(data, s.memBytes())
 		}
-		cs.Chunks = append(cs.Chunks, chunkenc.Meta{Data: data, MinT: s.headMint, MaxT: s.maxt, Enc: s.open})
+		cs.Chunks = append(cs.Chunks, chunkenc.Meta{Data: data, MinT: s.headMint(), MaxT: s.maxt, Enc: s.open})
 	}
 	cs.LastV = s.lastV
 	return cs, nil

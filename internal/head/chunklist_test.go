@@ -64,8 +64,8 @@ func TestChunkSpanCut(t *testing.T) {
 			t.Errorf("chunk %d spans [%d, %d], want %v", i, c.mint, c.maxt(), want[i])
 		}
 	}
-	if s.headMint != 5*maxChunkSpan+1 {
-		t.Errorf("open chunk starts at %d, want %d", s.headMint, int64(5*maxChunkSpan+1))
+	if s.headMint() != 5*maxChunkSpan+1 {
+		t.Errorf("open chunk starts at %d, want %d", s.headMint(), int64(5*maxChunkSpan+1))
 	}
 }
 

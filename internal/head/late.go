@@ -107,7 +107,9 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 			m.retired = append(m.retired, region)
 		}
 		s.setOpen(tmp.open, tmp.openHist())
-		s.xor, s.headMint = tmp.xor, tmp.headMint
+		// tmp's newest sample is the series': only the open chunk's
+		// start may have moved.
+		s.xor, s.openSpan = tmp.xor, tmp.openSpan
 		m.inserted++
 		return true, nil
 	}
@@ -132,7 +134,7 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 		mint, maxt int64
 	)
 	if open {
-		data, enc, mint, maxt = s.openBytes(), s.open, s.headMint, s.maxt
+		data, enc, mint, maxt = s.openBytes(), s.open, s.headMint(), s.maxt
 	} else {
 		c := s.chunkList()[i]
 		data, enc, mint, maxt = c.bytes(), c.encoding(), c.mint, c.maxt()
@@ -192,7 +194,7 @@ func (s *memSeries) chunkFor(t, blockRange int64) (i int, open bool) {
 	}
 	mintOf := func(j int) int64 {
 		if j == n {
-			return s.headMint
+			return s.headMint()
 		}
 		return chunks[j].mint
 	}

@@ -211,7 +211,9 @@ func (l *loader) createSeries(ref storage.SeriesRef, rs record.RefSeries) *memSe
 	if s.ref != ref {
 		l.aliases[ref] = s.ref
 	}
-	s.logged.Store(true)
+	s.mu.Lock()
+	s.state |= seriesLogged
+	s.mu.Unlock()
 	if uint64(ref) > h.lastRef.Load() {
 		h.lastRef.Store(uint64(ref))
 	}

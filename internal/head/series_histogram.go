@@ -83,56 +83,58 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 // accepted. h is not retained. mu must be held.
 func (s *memSeries) appendHistogram(t int64, h *histogram.Histogram, m *chunkMem) {
 	c, ok := s.openHist().(*chunkenc.HistogramChunk)
+	first := false
 	switch {
 	case !ok:
 		s.closeOpen(m)
 		c = chunkenc.NewHistogramChunk()
 		s.setOpen(chunkenc.EncHistogram, c)
-		s.headMint = t
-	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
+		first = true
+	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint(), t) || t-s.headMint() > maxChunkSpan:
 		s.cut(m)
-		s.headMint = t
+		first = true
 	}
 	switch c.Append(t, h) {
 	case chunkenc.NeedNewChunk:
 		s.cut(m)
-		s.headMint = t
+		first = true
 		c.Append(t, h)
 	case chunkenc.CounterResetDetected:
 		s.cut(m)
-		s.headMint = t
+		first = true
 		reset := *h
 		reset.CounterResetHint = histogram.CounterReset
 		c.Append(t, &reset)
 	}
-	s.maxt = t
+	s.setNewest(t, first)
 }
 
 // appendFloatHistogram adds a float histogram that appendableHistogram
 // accepted. fh is not retained. mu must be held.
 func (s *memSeries) appendFloatHistogram(t int64, fh *histogram.FloatHistogram, m *chunkMem) {
 	c, ok := s.openHist().(*chunkenc.FloatHistogramChunk)
+	first := false
 	switch {
 	case !ok:
 		s.closeOpen(m)
 		c = chunkenc.NewFloatHistogramChunk()
 		s.setOpen(chunkenc.EncFloatHistogram, c)
-		s.headMint = t
-	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint, t) || t-s.headMint > maxChunkSpan:
+		first = true
+	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint(), t) || t-s.headMint() > maxChunkSpan:
 		s.cut(m)
-		s.headMint = t
+		first = true
 	}
 	switch c.Append(t, fh) {
 	case chunkenc.NeedNewChunk:
 		s.cut(m)
-		s.headMint = t
+		first = true
 		c.Append(t, fh)
 	case chunkenc.CounterResetDetected:
 		s.cut(m)
-		s.headMint = t
+		first = true
 		reset := *fh
 		reset.CounterResetHint = histogram.CounterReset
 		c.Append(t, &reset)
 	}
-	s.maxt = t
+	s.setNewest(t, first)
 }

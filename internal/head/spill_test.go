@@ -300,10 +300,11 @@ func TestSamplesAtCut(t *testing.T) {
 		{"no block range", 0, 0, 60000, 10, 240},
 		{"one sample", 2 * hour, 0, 60000, 1, 240},
 	} {
-		s := &memSeries{headMint: c.headMint, maxt: math.MinInt64}
+		s := &memSeries{maxt: math.MinInt64}
 		for i := range c.n {
-			s.maxt = c.headMint + int64(i)*c.interval
-			s.xor.Append(s.maxt-c.interval, 1, s.maxt, 1)
+			t := c.headMint + int64(i)*c.interval
+			s.xor.Append(s.maxt, 1, t, 1)
+			s.setNewest(t, i == 0)
 		}
 		m := &chunkMem{samples: 240, blockRange: c.blockRange}
 		if got := s.samplesAtCut(m); got != c.want {

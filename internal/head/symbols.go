@@ -75,8 +75,8 @@ func (t *symbolTable) intern(lset labels.Labels) symIDs {
 
 // symIDs is a series' label ids (see intern) as memSeries keeps them: a
 // pointer to their length, a uvarint, which the ids follow. It takes 8
-// bytes in the series where a string took 16, and with it a series is
-// 120 bytes: 34 to a slab's page rather than 31.
+// bytes in the series where a string took 16: with a string, a series of
+// 112 bytes would take 120, 34 to a slab's page rather than 36.
 type symIDs struct{ p *byte }
 
 // newSymIDs returns a copy of ids as a symIDs.

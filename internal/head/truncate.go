@@ -103,12 +103,12 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 	for _, s := range doomed {
 		s.mu.Lock()
 		switch {
-		case s.state != seriesDoomed:
+		case s.removal() != seriesDoomed:
 		case s.nChunks > 0 || s.hasOpenSamples():
 			// An appender that took it before it was doomed committed.
-			s.state = seriesLive
+			s.setRemoval(seriesLive)
 		default:
-			s.state = seriesGone
+			s.setRemoval(seriesGone)
 			removed = append(removed, s)
 		}
 		s.mu.Unlock()
@@ -135,9 +135,9 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 // about to append to it, and reports false if the series is gone. mu
 // must be held.
 func (s *memSeries) takeForAppend() bool {
-	switch s.state {
+	switch s.removal() {
 	case seriesDoomed:
-		s.state = seriesLive
+		s.setRemoval(seriesLive)
 	case seriesGone:
 		return false
 	}
@@ -218,7 +218,7 @@ func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) 
 		}
 		s.setChunkList(kept)
 	}
-	if s.hasOpenSamples() && s.headMint >= lo && s.maxt <= hi {
+	if s.hasOpenSamples() && s.headMint() >= lo && s.maxt <= hi {
 		s.setOpen(0, nil)
 		dropped = append(dropped, s.dropSpill(arena))
 	}
@@ -228,7 +228,7 @@ func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) 
 	}
 	if mint == math.MaxInt64 {
 		s.maxt = math.MinInt64
-		s.state = seriesDoomed
+		s.setRemoval(seriesDoomed)
 	}
 	return dropped, mint
 }

@@ -353,7 +353,7 @@ func TestTruncateKeepsSeriesOfOpenAppender(t *testing.T) {
 	for doomed := false; !doomed; {
 		runtime.Gosched()
 		s.mu.Lock()
-		doomed = s.state == seriesDoomed
+		doomed = s.removal() == seriesDoomed
 		s.mu.Unlock()
 	}
 	mustAppend(t, app, lset, 5100, 3)
