@@ -344,10 +344,11 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 // not a write (a few microseconds) for every few samples. A part used to
 // be written as soon as the memory had less room than the largest sample
 // takes (20 bytes): with 64 bytes, parts of 13.4 samples on average over
-// strata-bench's catalog of values; checked before each sample, 13.4
-// with 48 bytes, and 17.7 with 64. Parts of a fixed share of the
-// chunk would keep the memory at what the largest share needed: 118
-// bytes a series in a heap profile at a million series with sixths.
+// strata-bench's values (chunkenc's BenchmarkXORParts); checked before
+// each sample, 13.4 with 48 bytes, and 17.7 with 64. Parts of a fixed
+// share of the chunk would keep the memory at what the largest share
+// needed: 118 bytes a series in a heap profile at a million series with
+// sixths.
 const minPartSamples = 6
 
 // minSpillBytes is the shortest part spillOpen writes. Appends write
