@@ -215,7 +215,11 @@ func (a *XORAppender) Room() int { return int(a.cap - a.len) }
 // the memory is full, not as soon as it holds less than
 // XORSampleMaxBytes: a counter takes a few bytes a sample, not twenty.
 func (a *XORAppender) Fits(prevT int64, prevV float64, t int64, v float64) bool {
-	if a.cap == 0 {
+	switch {
+	case a.Room() >= XORSampleMaxBytes:
+		// Any sample fits: most calls end here.
+		return true
+	case a.cap == 0:
 		return false
 	}
 	x := math.Float64bits(v) ^ math.Float64bits(prevV)

@@ -44,8 +44,8 @@ type Writer struct {
 	// series holds the nseries series added, one after another in
 	// blocks (see keep): the count of its labels, their pair ids, the
 	// count of its chunks, the chunks, the count of its start time
-	// changes and the changes, all encoded. entry is AddSeries' buffer
-	// for one.
+	// changes and the changes, all encoded; held counts their bytes.
+	// entry is AddSeries' buffer for one.
 	series  [][]byte
 	held    int
 	entry   []byte
