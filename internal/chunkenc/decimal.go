@@ -327,9 +327,10 @@ func mantissa(v, p float64) (int64, bool) {
 }
 
 // varintLen returns the bytes x takes as a signed varint.
-func varintLen(x int64) int {
-	return (bits.Len64(zigzag(x)|1) + 6) / 7
-}
+func varintLen(x int64) int { return uvarintLen(zigzag(x)) }
+
+// uvarintLen returns the bytes u takes as a uvarint.
+func uvarintLen(u uint64) int { return (bits.Len64(u|1) + 6) / 7 }
 
 func zigzag(x int64) uint64   { return uint64(x<<1) ^ uint64(x>>63) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }

@@ -255,9 +255,6 @@ func valueBits(x uint64) int {
 	return 13 + 64 - leading - bits.TrailingZeros64(x)
 }
 
-// uvarintLen returns the bytes u takes as a uvarint.
-func uvarintLen(u uint64) int { return (bits.Len64(u|1) + 6) / 7 }
-
 // Detached returns how many of the chunk's leading bytes were detached.
 func (a *XORAppender) Detached() int { return int(a.detached) }
 

@@ -317,14 +317,18 @@ func (t *symbolTable) equalEach(syms string, lset labels.Labels) bool {
 // ids differ.
 func (t *symbolTable) compare(a, b string) int {
 	p := t.symbols()
-	return compareIDs(a, b, func(x, y uint64) int {
-		xn, xv := splitPair(p.pair(x))
-		yn, yv := splitPair(p.pair(y))
-		if c := strings.Compare(xn, yn); c != 0 {
-			return c
-		}
-		return strings.Compare(xv, yv)
-	})
+	return compareIDs(a, b, func(x, y uint64) int { return comparePairs(p.pair(x), p.pair(y)) })
+}
+
+// comparePairs orders two pairs as labels.Compare orders labels: by name,
+// then by value.
+func comparePairs(a, b string) int {
+	an, av := splitPair(a)
+	bn, bv := splitPair(b)
+	if c := strings.Compare(an, bn); c != 0 {
+		return c
+	}
+	return strings.Compare(av, bv)
 }
 
 // compareIDs orders the label sets a and b hold, id by id: the first
@@ -348,26 +352,20 @@ func compareIDs(a, b string, pairs func(x, y uint64) int) int {
 // copied under the lock and sorted outside it.
 func (t *symbolTable) ranks() []uint32 {
 	type held struct {
-		id          uint32
-		name, value string
+		id   uint32
+		pair string
 	}
 	t.mu.Lock()
 	p := t.symbols()
 	pairs := make([]held, 0, len(t.counts)-len(t.free))
 	for id, n := range t.counts {
 		if n > 0 {
-			name, value := splitPair(p.pair(uint64(id)))
-			pairs = append(pairs, held{uint32(id), name, value})
+			pairs = append(pairs, held{uint32(id), p.pair(uint64(id))})
 		}
 	}
 	ranks := make([]uint32, len(t.counts))
 	t.mu.Unlock()
-	slices.SortFunc(pairs, func(a, b held) int {
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.value, b.value)
-	})
+	slices.SortFunc(pairs, func(a, b held) int { return comparePairs(a.pair, b.pair) })
 	for i, h := range pairs {
 		ranks[h.id] = uint32(i + 1)
 	}
