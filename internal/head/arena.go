@@ -114,22 +114,39 @@ func openArena(dir string, logger *slog.Logger) (*chunkArena, error) {
 // rare, unusually large chunk would waste the rest of one.
 const maxArenaChunk = chunkArenaBlock / 8
 
-// copy returns a copy of b in arena memory, with capacity equal to its
-// length so that appending to it cannot overwrite a neighbour.
+// copy returns a copy of b, not empty, in arena memory, with capacity
+// equal to its length so that appending to it cannot overwrite a
+// neighbour. A chunk larger than maxArenaChunk gets a block of its own.
+// Every chunk is in a block: trailers point to each other (see
+// trailerSize), and a chunk on the Go heap that only a trailer pointed to
+// would be collected.
 func (a *chunkArena) copy(b []byte) []byte {
-	if len(b) > 0 && len(b) <= maxArenaChunk {
+	if len(b) > maxArenaChunk {
+		return a.copyLarge(b)
+	}
+	for {
 		out := a.reserve(len(b))
 		if a.write(out, 0, b) == nil {
 			return out
 		}
+		// The file could not be written: its block takes no more
+		// chunks, and new blocks are memory, which write never fails.
 		a.release(out)
 	}
-	// Too large, or its file could not be written: the collector owns
-	// the copy; release only counts it.
+}
+
+// copyLarge returns a copy of b in a block of anonymous memory of its own,
+// returned to the system when the chunk is released.
+func (a *chunkArena) copyLarge(b []byte) []byte {
+	blk := &arenaBlock{mem: mapBlock(len(b))[:len(b)], live: 1}
+	copy(blk.mem, b)
+	blk.base = uintptr(unsafe.Pointer(unsafe.SliceData(blk.mem)))
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.chunks++
-	a.mu.Unlock()
-	return append([]byte(nil), b...)
+	a.mapped += int64(cap(blk.mem))
+	a.insert(blk)
+	return blk.mem[:len(b):len(b)]
 }
 
 // reserve returns n bytes of arena memory, n in [1, maxArenaChunk], for a
@@ -199,14 +216,19 @@ func (a *chunkArena) newBlock() {
 		a.mapped += int64(chunkArenaBlock)
 	}
 	blk.base = uintptr(unsafe.Pointer(unsafe.SliceData(blk.mem)))
-	i, _ := slices.BinarySearchFunc(a.blocks, blk.base, func(b *arenaBlock, base uintptr) int {
-		return cmp.Compare(b.base, base)
-	})
-	a.blocks = slices.Insert(a.blocks, i, blk)
+	a.insert(blk)
 	if old := a.cur; old != nil && old.live == 0 {
 		a.unmap(old)
 	}
 	a.cur = blk
+}
+
+// insert adds blk to blocks. mu must be held.
+func (a *chunkArena) insert(blk *arenaBlock) {
+	i, _ := slices.BinarySearchFunc(a.blocks, blk.base, func(b *arenaBlock, base uintptr) int {
+		return cmp.Compare(b.base, base)
+	})
+	a.blocks = slices.Insert(a.blocks, i, blk)
 }
 
 // disableFiles makes new blocks anonymous memory after err, the first
@@ -231,9 +253,6 @@ func (a *chunkArena) release(data []byte) int64 {
 		return 0
 	}
 	blk := a.blockOf(uintptr(unsafe.Pointer(unsafe.SliceData(data))))
-	if blk == nil {
-		return 0 // not arena memory: a large chunk on the Go heap
-	}
 	blk.live--
 	if blk.live > 0 || blk == a.cur {
 		return 0
@@ -273,44 +292,109 @@ func (a *chunkArena) dropResident() {
 	}
 }
 
-// chunkCopier reads closed chunks for a pass over the whole head (a
-// compaction, a checkpoint) from their files with pread instead of
-// through the mappings. Every page a read through a mapping touches
-// becomes the process' memory until dropResident, and the kernel maps up
-// to 16 neighbouring pages with it ("fault-around"): a compaction of 100k
-// series that read its chunks through the mappings made 190 MiB of them
-// resident at once although it dropped them after every 16 MiB it read.
-// Copies cost a system call per chunk and touch nothing.
+// chunkCopier reads closed chunks and their trailers for a pass over the
+// whole head (a compaction, a checkpoint, a truncation) from their files
+// with pread instead of through the mappings. Every page a read through
+// a mapping touches becomes the process' memory until dropResident, and
+// the kernel maps up to 16 neighbouring pages with it ("fault-around"): a
+// compaction of 100k series that read its chunks through the mappings
+// made 190 MiB of them resident at once although it dropped them after
+// every 16 MiB it read. Copies cost a system call per chunk and touch
+// nothing: a trailer is read with as many of the bytes before it as the
+// chunk read before took, which are mostly the chunk's own.
 //
 // A copier is used by one goroutine, which must hold a reader (see
 // readers) so that no block is freed while it reads.
 type chunkCopier struct {
 	arena *chunkArena
 	buf   []byte
-	metas []chunkenc.Meta
+	// win is what chunkAt read last from file winFile: a trailer and
+	// lead bytes before it, at offset winOff. lead is the length of the
+	// chunk read last, plus some slack; 0 while none was.
+	win     []byte
+	winFile *blockFile
+	winOff  int
+	lead    int
 }
+
+// maxLead bounds chunkCopier.lead: an XOR chunk of 240 samples takes at
+// most 4.6 KiB, most a few hundred bytes.
+const maxLead = 4 << 10
 
 // copyChunkBuf is the smallest buffer a chunkCopier allocates: some
 // hundred chunks.
 const copyChunkBuf = 64 << 10
 
-// copy returns chunks with the bytes of those in file blocks read into
-// the copier's memory; others are returned as they are. What it returns
-// stays valid until reset.
-func (c *chunkCopier) copy(chunks []chunkenc.Meta) ([]chunkenc.Meta, error) {
-	start := len(c.metas)
-	for _, m := range chunks {
-		f, off := c.arena.fileOf(m.Data)
-		if f != nil {
-			data := c.alloc(len(m.Data))
-			if err := f.read(data, off); err != nil {
-				return nil, err
-			}
-			m.Data = data
-		}
-		c.metas = append(c.metas, m)
+// chunkAt returns the chunk whose trailer is at p and the address of the
+// trailer before it, reading the trailer with pread if it is in a file
+// block. A nil copier reads it in place.
+func (c *chunkCopier) chunkAt(p *byte) (headChunk, *byte, error) {
+	if c == nil {
+		ch, prev := chunkAt(p)
+		return ch, prev, nil
 	}
-	return c.metas[start:len(c.metas):len(c.metas)], nil
+	f, off := c.arena.fileOf(unsafe.Slice(p, trailerSize))
+	if f == nil {
+		ch, prev := chunkAt(p)
+		return ch, prev, nil
+	}
+	lead := min(c.lead, off)
+	c.win = slices.Grow(c.win[:0], lead+trailerSize)[:lead+trailerSize]
+	c.winFile, c.winOff = nil, off-lead
+	if err := f.read(c.win, c.winOff); err != nil {
+		return headChunk{}, nil, err
+	}
+	c.winFile = f
+	ch, prev := decodeTrailer(c.win[lead:], p)
+	return ch, prev, nil
+}
+
+// chain appends to dst the n chunks of the chain that ends with the
+// trailer at last, oldest first.
+func (c *chunkCopier) chain(dst []headChunk, last *byte, n int) ([]headChunk, error) {
+	start := len(dst)
+	dst = append(dst, make([]headChunk, n)...)
+	for i := len(dst) - 1; i >= start; i-- {
+		var err error
+		if dst[i], last, err = c.chunkAt(last); err != nil {
+			return dst[:start], err
+		}
+	}
+	return dst, nil
+}
+
+// read returns data, the bytes of a closed chunk, read into the copier's
+// memory if they are in a file block, else as they are; valid until
+// reset. A nil copier returns them as they are.
+func (c *chunkCopier) read(data []byte) ([]byte, error) {
+	if c == nil {
+		return data, nil
+	}
+	f, off := c.arena.fileOf(data)
+	if f == nil {
+		return data, nil
+	}
+	c.lead = min(len(data)+len(data)/8+16, maxLead)
+	out := c.alloc(len(data))
+	if f == c.winFile && off >= c.winOff && off+len(data) <= c.winOff+len(c.win) {
+		copy(out, c.win[off-c.winOff:])
+		return out, nil
+	}
+	if err := f.read(out, off); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// open returns a copy of the open chunk of s, which has samples, in the
+// copier's memory, valid until reset. s.mu must be held.
+func (c *chunkCopier) open(s *memSeries) ([]byte, error) {
+	if s.spill != nil {
+		return c.whole(&s.xor, s.spillRegion())
+	}
+	data := c.alloc(len(s.memBytes()))
+	copy(data, s.memBytes())
+	return data, nil
 }
 
 // alloc returns n bytes of the copier's memory.
@@ -352,8 +436,6 @@ func (a *chunkArena) whole(dst []byte, x *chunkenc.XORAppender, region []byte) (
 // be read after.
 func (c *chunkCopier) reset() {
 	c.buf = c.buf[:0]
-	clear(c.metas)
-	c.metas = c.metas[:0]
 }
 
 // fileOf returns the file holding data, a slice copy returned, and its
@@ -372,8 +454,8 @@ func (a *chunkArena) fileOf(data []byte) (*blockFile, int) {
 	return blk.file, int(p - blk.base)
 }
 
-// blockOf returns the block holding address p, nil if none does (a large
-// chunk on the Go heap). mu must be held.
+// blockOf returns the block holding address p, nil if none does. mu must
+// be held.
 func (a *chunkArena) blockOf(p uintptr) *arenaBlock {
 	i, found := slices.BinarySearchFunc(a.blocks, p, func(b *arenaBlock, p uintptr) int {
 		return cmp.Compare(b.base, p)

@@ -142,7 +142,7 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 	}
 	var (
 		starts []record.RefStartTime
-		chunks []chunkenc.Meta // checkpointEntry's, before copier.copy
+		chunks []chunkenc.Meta // checkpointEntry's
 		lb     labels.ScratchBuilder
 	)
 	for s := range h.series.all() {
@@ -154,12 +154,7 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 		}
 		h.series.symbols.overwriteLabels(s.syms.ids(), &lb, &cs.Labels)
 		chunks = cs.Chunks
-		copied, err := copier.copy(cs.Chunks)
-		if err != nil {
-			w.Close()
-			return 0, 0, err
-		}
-		densifier.Join(copied, h.opts.BlockRange, keep) // keep never fails
+		densifier.Join(cs.Chunks, h.opts.BlockRange, keep) // keep never fails
 		cs.Chunks = joined
 		enc.Add(&cs)
 		copier.reset()
@@ -208,32 +203,16 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 }
 
 // checkpointEntry returns the series as a checkpoint holds it, but for
-// its labels, its chunks appended to chunks[:0]. The open chunk is copied
-// into copier's memory.
+// its labels, its chunks appended to chunks[:0] and copied into copier's
+// memory.
 func (s *memSeries) checkpointEntry(chunks []chunkenc.Meta, copier *chunkCopier) (record.RefChunkSeries, error) {
 	cs := record.RefChunkSeries{Ref: s.ref}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs.Chunks = chunks[:0]
-	for _, c := range s.chunkList() {
-		cs.Chunks = append(cs.Chunks, c.meta())
-	}
-	if s.hasOpenSamples() {
-		// The open chunk's bytes change with every append: copy them.
-		var data []byte
-		if s.spill != nil {
-			var err error
-			if data, err = copier.whole(&s.xor, s.spillRegion()); err != nil {
-				return cs, err
-			}
-		} else {
-			data = copier.alloc(len(s.memBytes()))
-			copy(data, s.memBytes())
-		}
-		cs.Chunks = append(cs.Chunks, chunkenc.Meta{Data: data, MinT: s.headMint(), MaxT: s.maxt, Enc: s.open})
-	}
+	var err error
+	cs.Chunks, err = s.chunksIn(chunks[:0], math.MinInt64, math.MaxInt64, copier)
 	cs.LastV = s.lastV
-	return cs, nil
+	return cs, err
 }
 
 // lastCheckpoint returns the newest complete checkpoint in walDir and the

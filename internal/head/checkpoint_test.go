@@ -357,25 +357,47 @@ func TestReplaySortsPostings(t *testing.T) {
 	}
 }
 
-// TestReplayCompactsChunkLists checks that chunk lists grown in replay's
-// slabs are moved to arrays of their own size, so that the slabs can go.
-func TestReplayCompactsChunkLists(t *testing.T) {
+// TestReplayChains checks the chains of chunks replay builds in the
+// files of the arena: read in place and with pread, each series has the
+// same closed chunks, in order, whether replayed from the WAL's samples
+// (five) or restored from a checkpoint (three: it joins chunks of one
+// block range).
+func TestReplayChains(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		t.Run(fmt.Sprint("checkpoint=", checkpoint), func(t *testing.T) { testReplayChains(t, checkpoint) })
+	}
+}
+
+func testReplayChains(t *testing.T, checkpoint bool) {
 	dir := t.TempDir()
 	opts := DefaultOptions()
 	opts.WALDir = dir
-	opts.CheckpointOnClose = false
+	opts.ChunkDir = filepath.Join(dir, "chunks_head")
+	opts.CheckpointOnClose = checkpoint
 	h, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]sample{}
-	// 5 closed chunks per series: a list grown by doubling has room for 8.
 	writeBatches(t, h, 20, 5*opts.ChunkSamples+1, 0, want)
 	h = reopen(t, h, opts)
 	assertEqual(t, readAll(t, h, math.MinInt64, math.MaxInt64, all), want)
+	rd := &chunkCopier{arena: h.arena}
 	for s := range h.series.all() {
-		if chunks := s.chunkList(); len(chunks) != 5 || cap(chunks) != len(chunks) {
-			t.Fatalf("series %s: %d chunks in a list of capacity %d, want 5 in 5", h.labelsOf(s), len(chunks), cap(chunks))
+		s.mu.Lock()
+		inPlace := s.closedChunks(nil)
+		read, err := rd.chain(nil, s.last, int(s.nChunks))
+		s.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 5, true: 3}[checkpoint]; len(inPlace) != want || !slices.Equal(inPlace, read) {
+			t.Fatalf("series %s: chunks %v in place, %v with pread; want %d", h.labelsOf(s), inPlace, read, want)
+		}
+		for i := 1; i < len(inPlace); i++ {
+			if inPlace[i].mint <= inPlace[i-1].maxt() {
+				t.Fatalf("series %s: chunk %d starts at %d, before the one before ends", h.labelsOf(s), i, inPlace[i].mint)
+			}
 		}
 	}
 }
@@ -441,11 +463,11 @@ func TestCheckpointDecimalChunks(t *testing.T) {
 	defer h2.Close()
 	encodings := map[string][]chunkenc.Encoding{}
 	for s := range h2.series.all() {
-		for _, c := range s.chunkList() {
+		for _, c := range s.closedChunks(nil) {
 			encodings[h2.labelsOf(s).Get("kind")] = append(encodings[h2.labelsOf(s).Get("kind")], c.encoding())
 		}
 		if h2.labelsOf(s).Get("kind") == "crossing" {
-			if chunks := s.chunkList(); len(chunks) != 2 || chunks[0].maxt() >= opts.BlockRange || chunks[1].mint != opts.BlockRange {
+			if chunks := s.closedChunks(nil); len(chunks) != 2 || chunks[0].maxt() >= opts.BlockRange || chunks[1].mint != opts.BlockRange {
 				t.Errorf("crossing series restored with %d chunks, the first to %d, want two split at %d", len(chunks), chunks[0].maxt(), opts.BlockRange)
 			}
 		}

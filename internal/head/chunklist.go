@@ -1,22 +1,49 @@
 package head
 
 import (
+	"encoding/binary"
 	"math"
-	"slices"
 	"unsafe"
 
 	"github.com/strata-db/strata/internal/chunkenc"
 )
 
-// headChunk is a closed chunk in a series' list: 24 bytes where a
-// chunkenc.Meta takes 48. A head holds a few per series (a chunk of 240
-// samples every hour at a 15 s interval, for up to three hours), and at
-// 48 bytes the lists were an eighth of the head's memory.
+// A series' closed chunks are a chain in the arena: each chunk's bytes are
+// followed there by a trailer of trailerSize bytes that describes them
+// and points to the trailer of the chunk before, and the series keeps the
+// newest trailer's address and the number of chunks (memSeries.last and
+// nChunks). The series holds no list of its chunks: at a million series
+// the lists, 24 bytes a chunk on the Go heap, took 24 MB after a block
+// was cut and 73 MB before the next, with the collector's headroom over
+// that, for a head that holds one to three chunks a series.
 //
-// The chunk's bytes are in the arena (or, for a large one, on the heap):
-// data points at the first of them. span is maxt-mint; append cuts a chunk
-// before it spans more than maxChunkSpan. sizeEnc is the chunk's length in
-// its low sizeBits bits and its encoding in the three above.
+// The trailer is written with the chunk, in the same write, and never
+// changes. Truncation drops the oldest chunks by counting fewer: the
+// oldest trailer kept then points to a chunk that is gone, which no walk
+// reaches. Where a chunk in the middle of the chain goes or is replaced
+// (a late sample, a truncation that keeps samples older than its range),
+// the chunks after it are copied anew with trailers that link the new
+// chain (relink).
+//
+// Walks read the trailers in place (chunkAt) where a reader reads the
+// chunks themselves anyway: queries, late samples. Passes over the whole
+// head (compactions, checkpoints, truncations) read them with pread
+// instead (chunkCopier), which touches no page of the mappings: reading a
+// million series' trailers in place would make most of the files the
+// process' memory.
+//
+// A trailer holds, little-endian: the address of the previous chunk's
+// trailer (0 for none) in 8 bytes, the chunk's first timestamp in 8, its
+// span (maxt-mint) in 4 and its size and encoding (headChunk.sizeEnc) in
+// 4. The files hold nothing the WAL does not (see chunkArena), so the
+// addresses need only be valid in this process.
+const trailerSize = 24
+
+// headChunk is a closed chunk as its trailer describes it.
+//
+// data points at the chunk's first byte. span is maxt-mint; append cuts
+// a chunk before it spans more than maxChunkSpan. sizeEnc is the chunk's
+// length in its low sizeBits bits and its encoding in the three above.
 type headChunk struct {
 	data    *byte
 	mint    int64
@@ -36,7 +63,7 @@ const sizeBits = 29
 // does not cut them at block ranges.
 const maxChunkSpan = math.MaxUint32
 
-// newHeadChunk returns the entry for chunk data of encoding enc whose
+// newHeadChunk returns the description of chunk data of encoding enc whose
 // samples span [mint, maxt]; maxt-mint is at most maxChunkSpan and data
 // shorter than 1<<sizeBits bytes.
 func newHeadChunk(data []byte, mint, maxt int64, enc chunkenc.Encoding) headChunk {
@@ -48,9 +75,10 @@ func newHeadChunk(data []byte, mint, maxt int64, enc chunkenc.Encoding) headChun
 	}
 }
 
-func (c headChunk) bytes() []byte { return unsafe.Slice(c.data, c.sizeEnc&(1<<sizeBits-1)) }
-func (c headChunk) maxt() int64   { return c.mint + int64(c.span) }
-
+func (c headChunk) size() int                   { return int(c.sizeEnc & (1<<sizeBits - 1)) }
+func (c headChunk) bytes() []byte               { return unsafe.Slice(c.data, c.size()) }
+func (c headChunk) maxt() int64                 { return c.mint + int64(c.span) }
+func (c headChunk) trailer() *byte              { return (*byte)(unsafe.Add(unsafe.Pointer(c.data), c.size())) }
 func (c headChunk) encoding() chunkenc.Encoding { return chunkenc.Encoding(c.sizeEnc >> sizeBits) }
 
 // meta returns the chunk as readers, blocks and checkpoints take it.
@@ -58,84 +86,90 @@ func (c headChunk) meta() chunkenc.Meta {
 	return chunkenc.Meta{Data: c.bytes(), MinT: c.mint, MaxT: c.maxt(), Enc: c.encoding()}
 }
 
-// appendChunk appends c to a series' list of closed chunks, growing a
-// full one by a quarter, or by one entry while it is short. A series
-// keeps a few chunks between truncations: at a 15 s interval and
-// two-hour blocks, one after a truncation and three before the next.
-// Growing by two entries took room for three in the hour the list holds
-// two, an allocation of 80 bytes where 48 hold them, and room for five
-// (128 bytes) for the fourth: at a million series, lists took 81 MB of
-// the heap after a truncation. An allocation per chunk cut costs little
-// beside the cut's write of the chunk. (With chunks of 120 samples,
-// append's doubling grew lists to room for twelve: 288 bytes, 168 used.)
-func appendChunk(list []headChunk, c headChunk) []headChunk {
-	if len(list) == cap(list) {
-		grown := make([]headChunk, len(list), len(list)+max(1, len(list)/4))
-		copy(grown, list)
-		list = grown
-	}
-	return append(list, c)
+// appendTrailer appends the chunk's trailer, after prev's, to dst.
+func (c headChunk) appendTrailer(dst []byte, prev *byte) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(uintptr(unsafe.Pointer(prev))))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(c.mint))
+	dst = binary.LittleEndian.AppendUint32(dst, c.span)
+	return binary.LittleEndian.AppendUint32(dst, c.sizeEnc)
 }
 
-// listSlabSize is the number of chunk-list entries a listSlab allocates at
-// once: 16384 entries of 24 bytes are 384 KiB, so replaying a head of a
-// million chunks allocates for its chunk lists some 60 times instead of
-// several times per series.
-const listSlabSize = 16384
-
-// listSlab hands out the arrays of series' closed-chunk lists while the
-// head is replayed. Growing a list with append allocates a new array each
-// time it doubles, the one allocation replay still made per chunk cut
-// after chunks moved to the arena. A listSlab carves the new array out of
-// a large block instead; the old one is left unused in its block.
-//
-// That leaves up to as much unused space as the lists hold, and the lists
-// would keep their blocks alive, so when replay is done compactChunkLists
-// moves every list to an array of its own exact size (an allocation per
-// series, not per sample) and the blocks become garbage.
-//
-// A listSlab is used by one goroutine: each replay worker has its own.
-type listSlab struct {
-	free []headChunk // the unused rest of the current block
+// decodeTrailer returns the chunk whose trailer, at address at, holds b,
+// and the address of the trailer before it.
+func decodeTrailer(b []byte, at *byte) (c headChunk, prev *byte) {
+	b = b[:trailerSize]
+	c = headChunk{
+		mint:    int64(binary.LittleEndian.Uint64(b[8:])),
+		span:    binary.LittleEndian.Uint32(b[16:]),
+		sizeEnc: binary.LittleEndian.Uint32(b[20:]),
+	}
+	c.data = (*byte)(unsafe.Add(unsafe.Pointer(at), -c.size()))
+	return c, addrPointer(uintptr(binary.LittleEndian.Uint64(b)))
 }
 
-// appendChunk appends c to list, growing it out of the slab when full.
-func (ls *listSlab) appendChunk(list []headChunk, c headChunk) []headChunk {
-	if len(list) == cap(list) {
-		n := max(2*cap(list), 2)
-		if n > listSlabSize/4 {
-			// A series with thousands of chunks: rare enough for append.
-			return append(list, c)
-		}
-		if len(ls.free) < n {
-			ls.free = make([]headChunk, listSlabSize)
-		}
-		grown := ls.free[:len(list):n]
-		ls.free = ls.free[n:]
-		copy(grown, list)
-		list = grown
+// addrPointer returns address a as a pointer. It is an address in the
+// arena, which the collector does not manage (or a block of it that the
+// arena keeps alive), read back from a trailer.
+func addrPointer(a uintptr) *byte { return *(**byte)(unsafe.Pointer(&a)) }
+
+// chunkAt returns the chunk whose trailer is at p, read in place, and the
+// address of the trailer before it.
+func chunkAt(p *byte) (headChunk, *byte) { return decodeTrailer(unsafe.Slice(p, trailerSize), p) }
+
+// closedChunks appends the series' closed chunks, oldest first, to dst,
+// reading their trailers in place. mu must be held.
+func (s *memSeries) closedChunks(dst []headChunk) []headChunk {
+	start := len(dst)
+	dst = append(dst, make([]headChunk, s.nChunks)...)
+	p := s.last
+	for i := len(dst) - 1; i >= start; i-- {
+		dst[i], p = chunkAt(p)
 	}
-	return append(list, c)
+	return dst
 }
 
-// compactChunkLists gives every chunk list that grew in a listSlab an
-// array of its own, exactly as long as the list, letting go of replay's
-// slab blocks. Lists restored from a checkpoint and never grown already
-// have one (their capacity is their length). It runs after replay, before
-// the head takes writes.
-//
-// It also sets the head's time bounds from what replay restored.
-func (h *Head) compactChunkLists() {
-	for s := range h.series.all() {
-		s.mu.Lock()
-		if s.nChunks < s.chunksCap {
-			s.setChunkList(slices.Clone(s.chunkList()))
+// newest returns the series' newest closed chunk; it must have one. mu
+// must be held.
+func (s *memSeries) newest() headChunk {
+	c, _ := chunkAt(s.last)
+	return c
+}
+
+// addChunk makes the chunk whose trailer is at p, which links to s.last,
+// the series' newest closed chunk. mu must be held.
+func (s *memSeries) addChunk(p *byte) {
+	s.last = p
+	s.nChunks++
+}
+
+// storeChunk copies data, the bytes of a chunk spanning [mint, maxt] of
+// encoding enc, into the arena after the chunk whose trailer is at prev,
+// and returns the address of its trailer. buf is scratch memory, which
+// data may be; it returns it grown.
+func storeChunk(a *chunkArena, buf, data []byte, mint, maxt int64, enc chunkenc.Encoding, prev *byte) (*byte, []byte) {
+	n := len(data)
+	buf = append(buf[:0], data...)
+	buf = newHeadChunk(data, mint, maxt, enc).appendTrailer(buf, prev)
+	region := a.copy(buf)
+	return &region[n], buf
+}
+
+// relink copies chunks, the chunks of a chain that follow one that
+// changed or went, anew after the chunk whose trailer is at prev, and
+// returns the address of the last trailer. It reads their bytes with rd,
+// or in place where rd is nil or fails. It appends the bytes of the
+// copies it replaced to old, for the caller to retire, and returns it,
+// and buf, scratch memory, grown.
+func relink(a *chunkArena, rd *chunkCopier, chunks []headChunk, prev *byte, buf []byte, old [][]byte) (*byte, []byte, [][]byte) {
+	for _, c := range chunks {
+		data := c.bytes()
+		if copied, err := rd.read(data); err == nil {
+			data = copied
 		}
-		if s.maxt != math.MinInt64 {
-			h.widenTimes(s.mint(), s.maxt)
-		}
-		s.mu.Unlock()
+		prev, buf = storeChunk(a, buf, data, c.mint, c.maxt(), c.encoding(), prev)
+		old = append(old, c.bytes())
 	}
+	return prev, buf, old
 }
 
 // spillReplayed spills the open chunks replay filled (see spillOpen),

@@ -3,7 +3,6 @@ package head
 import (
 	"bytes"
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -36,6 +35,53 @@ func TestHeadChunk(t *testing.T) {
 	}
 }
 
+// TestTrailer checks that a chunk stored in the arena reads back from its
+// trailer, in place and with pread, at the limits of the trailer's
+// fields, and links to the one before.
+func TestTrailer(t *testing.T) {
+	for _, dir := range []string{"", t.TempDir()} {
+		arena, err := openArena(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd := &chunkCopier{arena: arena}
+		var (
+			prev *byte
+			buf  []byte
+		)
+		for i, tc := range []struct {
+			mint, maxt int64
+			enc        chunkenc.Encoding
+			data       []byte
+		}{
+			{0, 0, chunkenc.EncXOR, []byte{1}},
+			{-1000, 5000, chunkenc.EncHistogram, bytes.Repeat([]byte{2}, 300)},
+			{math.MinInt64 + 1, math.MinInt64 + 1 + maxChunkSpan, chunkenc.EncFloatHistogram, []byte{3, 4}},
+			{1 << 40, 1<<40 + maxChunkSpan, chunkenc.EncDecimal, bytes.Repeat([]byte{5}, maxArenaChunk+1)},
+		} {
+			var p *byte
+			p, buf = storeChunk(arena, buf, tc.data, tc.mint, tc.maxt, tc.enc, prev)
+			c, back := chunkAt(p)
+			c2, back2, err := rd.chunkAt(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c2 != c || back2 != back {
+				t.Errorf("chunk %d: read with pread as %+v after %p, in place as %+v after %p", i, c2, back2, c, back)
+			}
+			m := c.meta()
+			if m.MinT != tc.mint || m.MaxT != tc.maxt || m.Enc != tc.enc || !bytes.Equal(m.Data, tc.data) || back != prev {
+				t.Errorf("chunk %d of [%d, %d] %v reads back as [%d, %d] %v after %p, want after %p", i, tc.mint, tc.maxt, tc.enc, m.MinT, m.MaxT, m.Enc, back, prev)
+			}
+			if c.trailer() != p {
+				t.Errorf("chunk %d: trailer at %p, stored at %p", i, c.trailer(), p)
+			}
+			prev = p
+		}
+		arena.close()
+	}
+}
+
 // TestChunkSpanCut checks that a chunk is cut before it spans more than a
 // list entry can hold, for floats and histograms, with no block range to
 // cut it first.
@@ -55,7 +101,7 @@ func TestChunkSpanCut(t *testing.T) {
 		}
 	}
 	want := [][2]int64{{0, maxChunkSpan}, {maxChunkSpan + 1, maxChunkSpan + 1}, {3 * maxChunkSpan, 3 * maxChunkSpan}, {4 * maxChunkSpan, 4 * maxChunkSpan}}
-	chunks := s.chunkList()
+	chunks := s.closedChunks(nil)
 	if len(chunks) != len(want) {
 		t.Fatalf("%d closed chunks, want %d", len(chunks), len(want))
 	}
@@ -66,27 +112,5 @@ func TestChunkSpanCut(t *testing.T) {
 	}
 	if s.headMint() != 5*maxChunkSpan+1 {
 		t.Errorf("open chunk starts at %d, want %d", s.headMint(), int64(5*maxChunkSpan+1))
-	}
-}
-
-// TestAppendChunkGrowth checks the room a series' chunk list takes over a
-// cycle of cuts and truncations: none beyond what it holds while short, a
-// quarter when long.
-func TestAppendChunkGrowth(t *testing.T) {
-	var list []headChunk
-	for cycle := range 3 {
-		for len(list) < 7 {
-			list = appendChunk(list, headChunk{mint: int64(len(list))})
-			if cap(list) != len(list) {
-				t.Fatalf("cycle %d: %d chunks in room for %d", cycle, len(list), cap(list))
-			}
-		}
-		list = slices.Clone(list[4:]) // a truncation keeps an exact array
-	}
-	for range 1000 {
-		list = appendChunk(list, headChunk{})
-	}
-	if cap(list) > len(list)+len(list)/4 {
-		t.Errorf("%d chunks in room for %d", len(list), cap(list))
 	}
 }

@@ -25,17 +25,19 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 	copier := chunkCopier{arena: h.arena}
 	for i := range all {
 		s := all[i].s
-		var starts []chunkenc.StartTime
-		chunks, starts = s.snapshot(chunks[:0], mint, maxt)
+		var (
+			starts []chunkenc.StartTime
+			err    error
+		)
+		chunks, starts, err = s.snapshot(chunks[:0], mint, maxt, &copier)
 		all[i].s = nil
-		if len(chunks) == 0 {
-			continue
-		}
-		copied, err := copier.copy(chunks)
 		if err != nil {
 			return err
 		}
-		if err := fn(symbols.labels(s.syms.ids(), &lb), copied, starts); err != nil {
+		if len(chunks) == 0 {
+			continue
+		}
+		if err := fn(symbols.labels(s.syms.ids(), &lb), chunks, starts); err != nil {
 			return err
 		}
 		copier.reset()

@@ -34,16 +34,17 @@ type Options struct {
 	// empties it: what it holds is in the WAL.
 	ChunkDir string
 	// ChunkSamples is how many samples a chunk holds before a new one is
-	// cut: 240, an hour at a 15s interval. Each closed chunk is an entry
-	// of 24 bytes in its series' list for as long as the head holds it,
-	// and a read in every checkpoint; at 120 the lists were the largest
-	// part of the heap at a million series before a block was cut (157
-	// bytes a series), and at 240 the mean RSS per series of that load
-	// was 12% lower. An open chunk's memory does not depend on it (see
-	// minPartSamples), closed chunks are decimal chunks, which decode at
-	// 2-4 ns a sample, and blocks join chunks to 480 samples anyway; what
-	// the longer chunk costs is decoding up to twice as many XOR samples
-	// of an open chunk before a short window at its end.
+	// cut: 240, an hour at a 15s interval. Each closed chunk is a
+	// trailer in the arena and a read in every checkpoint; when the head
+	// still kept a list of 24-byte entries a series, at 120 the lists
+	// were the largest part of the heap at a million series before a
+	// block was cut (157 bytes a series), and at 240 the mean RSS per
+	// series of that load was 12% lower. An open chunk's memory does
+	// not depend on it (see minPartSamples), closed chunks are decimal
+	// chunks, which decode at 2-4 ns a sample, and blocks join chunks to
+	// 480 samples anyway; what the longer chunk costs is decoding up to
+	// twice as many XOR samples of an open chunk before a short window
+	// at its end.
 	ChunkSamples int
 	// BlockRange is the time range in milliseconds of the blocks the head
 	// is compacted into: no chunk spans a multiple of it, so that a block

@@ -55,16 +55,14 @@ func (h *Head) acceptsLate(t int64) bool {
 // conflicting one, refused with ErrDuplicateSampleForTimestamp. The bytes
 // of a closed chunk it replaces are added to m.retired. mu must be held.
 func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
-	i, open := s.chunkFor(smpl.t, m.blockRange)
+	old, i, open := s.chunkFor(smpl.t, m.blockRange)
 	var (
 		data []byte
 		enc  chunkenc.Encoding
-		old  headChunk
 	)
 	if open {
 		data, enc = s.openBytes(), s.open
 	} else {
-		old = s.chunkList()[i]
 		data, enc = old.bytes(), old.encoding()
 	}
 	samples, err := decodeSamples(m.late[:0], data, enc)
@@ -86,11 +84,18 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 	// that the next late sample finds room rather than a full chunk.
 	enc2 := *m
 	// The chunks stay XOR: the next late sample may decode them again.
-	enc2.lists, enc2.rangeLo, enc2.rangeHi, enc2.dense = nil, 0, 0, nil
+	enc2.rangeLo, enc2.rangeHi, enc2.dense = 0, 0, nil
 	enc2.noSpill = true // tmp's open chunk becomes the series'; see spillOpen
 	parts := (len(samples) + m.samples - 1) / m.samples
 	enc2.samples = (len(samples) + parts - 1) / parts
+	// tmp's chunks follow the chunks before the one replaced.
 	tmp := memSeries{maxt: math.MinInt64}
+	var chunks []headChunk
+	if open {
+		tmp.last, tmp.nChunks = s.last, s.nChunks
+	} else if chunks = s.closedChunks(nil); i > 0 {
+		tmp.last, tmp.nChunks = chunks[i-1].trailer(), uint32(i)
+	}
 	for _, x := range samples {
 		switch {
 		case x.h != nil:
@@ -102,7 +107,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		}
 	}
 	if open {
-		s.setChunkList(slices.Concat(s.chunkList(), tmp.chunkList()))
+		s.last, s.nChunks = tmp.last, tmp.nChunks
 		if region := s.dropSpill(m.arena); region != nil {
 			m.retired = append(m.retired, region)
 		}
@@ -114,10 +119,11 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		return true, nil
 	}
 	tmp.cut(&enc2)
-	// A new array: a reader or a checkpoint may hold the old one.
-	chunks := s.chunkList()
-	s.setChunkList(slices.Concat(chunks[:i], tmp.chunkList(), chunks[i+1:]))
-	m.retired = append(m.retired, old.bytes())
+	// The chunks after the one replaced follow tmp's, copied anew; a
+	// reader may hold the old copies.
+	var last *byte
+	last, m.spillBuf, m.retired = relink(m.arena, nil, chunks[i+1:], tmp.last, enc2.spillBuf, append(m.retired, old.bytes()))
+	s.last, s.nChunks = last, s.nChunks+tmp.nChunks-uint32(i)-1
 	m.inserted++
 	return true, nil
 }
@@ -127,7 +133,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 // as dup and another one as ErrDuplicateSampleForTimestamp. Only the
 // chunk that may hold x.t is decoded. mu must be held.
 func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
-	i, open := s.chunkFor(x.t, 0)
+	c, _, open := s.chunkFor(x.t, 0)
 	var (
 		data       []byte
 		enc        chunkenc.Encoding
@@ -136,7 +142,6 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 	if open {
 		data, enc, mint, maxt = s.openBytes(), s.open, s.headMint(), s.maxt
 	} else {
-		c := s.chunkList()[i]
 		data, enc, mint, maxt = c.bytes(), c.encoding(), c.mint, c.maxt()
 	}
 	if x.t < mint || x.t > maxt {
@@ -181,31 +186,44 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 }
 
 // chunkFor returns the chunk a late sample at t goes into: the open one
-// (open true) or closed chunk i. That is the last chunk starting at or
+// (open true) or closed chunk i, c. That is the last chunk starting at or
 // before t, or the first if t is before all; between two chunks, the next
 // one if only it is in t's block range, so that the sample does not make
-// a chunk of its own. mu must be held, and the series must have a sample.
-func (s *memSeries) chunkFor(t, blockRange int64) (i int, open bool) {
-	chunks := s.chunkList()
-	n := len(chunks)
-	total := n
+// a chunk of its own. The chain is walked from its newest chunk, read in
+// place. mu must be held, and the series must have a sample.
+func (s *memSeries) chunkFor(t, blockRange int64) (c headChunk, i int, open bool) {
+	n := int(s.nChunks)
+	// next is chunk i+1, which starts after t, if hasNext; nextOpen if
+	// that is the open chunk.
+	var (
+		next              headChunk
+		hasNext, nextOpen bool
+	)
 	if s.hasOpenSamples() {
-		total++
-	}
-	mintOf := func(j int) int64 {
-		if j == n {
-			return s.headMint()
+		if s.headMint() <= t || n == 0 {
+			return headChunk{}, n, true
 		}
-		return chunks[j].mint
+		hasNext, nextOpen = true, true
 	}
-	i = max(sort.Search(total, func(j int) bool { return mintOf(j) > t })-1, 0)
-	if i < n && i+1 < total && t > chunks[i].maxt() && blockRange > 0 {
+	p := s.last
+	for i = n - 1; ; i-- {
+		c, p = chunkAt(p)
+		if c.mint <= t || i == 0 {
+			break
+		}
+		next, hasNext, nextOpen = c, true, false
+	}
+	if hasNext && t > c.maxt() && blockRange > 0 {
+		nextMint := next.mint
+		if nextOpen {
+			nextMint = s.headMint()
+		}
 		r := rangeStart(t, blockRange)
-		if rangeStart(chunks[i].mint, blockRange) != r && rangeStart(mintOf(i+1), blockRange) == r {
-			i++
+		if rangeStart(c.mint, blockRange) != r && rangeStart(nextMint, blockRange) == r {
+			return next, i + 1, nextOpen
 		}
 	}
-	return i, i == n
+	return c, i, false
 }
 
 // decodeSamples appends the samples of chunk data of encoding enc to dst.

@@ -165,7 +165,7 @@ func (ss *seriesSet) Next() bool {
 		}
 		s := ss.series[0]
 		ss.series = ss.series[1:]
-		chunks, starts := s.snapshot(nil, ss.mint, ss.maxt)
+		chunks, starts, _ := s.snapshot(nil, ss.mint, ss.maxt, nil) // reads in place: no error
 		if len(chunks) == 0 {
 			continue
 		}

@@ -47,6 +47,8 @@ type loader struct {
 	starts      []record.RefStartTime
 	metadata    []record.RefMetadata
 	exemplars   []record.RefExemplar
+	// buf is restoreChunks' scratch.
+	buf []byte
 	// aliases maps the ref of a series record whose labels already belong
 	// to another ref onto that ref. It stays empty unless a series was
 	// logged twice under different refs.
@@ -74,10 +76,11 @@ type replayWorker struct {
 	slots   []*memSeries
 	workers uint64
 	cache   map[storage.SeriesRef]*memSeries
-	lists   listSlab
 	last    *memSeries // the series of the previous sample
-	// Counts, read after the worker is done.
+	// Counts, read after the worker is done, and the time range of the
+	// samples appended.
 	appended, unknown, rejected uint64
+	mint, maxt                  int64
 }
 
 func newLoader(h *Head, workers int) *loader {
@@ -99,6 +102,8 @@ func newLoader(h *Head, workers int) *loader {
 	for i := range workers {
 		w := &replayWorker{
 			h:       h,
+			mint:    math.MaxInt64,
+			maxt:    math.MinInt64,
 			in:      make(chan *replayBatch, replayQueueDepth),
 			free:    l.free,
 			workers: uint64(workers),
@@ -233,9 +238,6 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 		// duplicates another. Keep what is there.
 		return nil
 	}
-	// The list's exact length is known: give it an array of its own
-	// (see listSlab).
-	chunks := make([]headChunk, 0, len(cs.Chunks))
 	for _, c := range cs.Chunks {
 		switch c.Enc {
 		case chunkenc.EncXOR, chunkenc.EncDecimal, chunkenc.EncHistogram, chunkenc.EncFloatHistogram:
@@ -246,9 +248,13 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 		if c.MaxT < c.MinT || c.MaxT-c.MinT > maxChunkSpan || len(c.Data) >= 1<<sizeBits {
 			return fmt.Errorf("series %s: a chunk of %d bytes spans [%d, %d], beyond what a head chunk may", cs.Labels, len(c.Data), c.MinT, c.MaxT)
 		}
-		chunks = append(chunks, newHeadChunk(l.h.arena.copy(c.Data), c.MinT, c.MaxT, c.Enc))
 	}
-	s.setChunkList(chunks)
+	for _, c := range cs.Chunks {
+		var p *byte
+		p, l.buf = storeChunk(l.h.arena, l.buf, c.Data, c.MinT, c.MaxT, c.Enc, s.last)
+		s.addChunk(p)
+	}
+	l.h.widenTimes(cs.Chunks[0].MinT, cs.Chunks[len(cs.Chunks)-1].MaxT)
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV
 	return nil
@@ -326,20 +332,23 @@ func (l *loader) finish() (appended, unknown, rejected uint64) {
 		appended += w.appended
 		unknown += w.unknown
 		rejected += w.rejected
+		if w.appended > 0 {
+			l.h.widenTimes(w.mint, w.maxt)
+		}
 	}
 	return appended, unknown, rejected
 }
 
 func (w *replayWorker) run() {
 	// Open chunks spill once replay is done (spillReplayed).
-	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: w.h.arena, lists: &w.lists, noSpill: true}
+	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: w.h.arena, noSpill: true}
 	for b := range w.in {
 		for _, rs := range b.floats {
 			if s := w.series(rs.Ref); s != nil {
 				s.mu.Lock()
 				ok, err := s.applyFloat(rs.T, rs.V, m)
 				s.mu.Unlock()
-				w.count(ok, err)
+				w.count(rs.T, ok, err)
 			}
 		}
 		for _, rs := range b.hists {
@@ -375,19 +384,20 @@ func (w *replayWorker) applyHistogram(ref storage.SeriesRef, t int64, h *histogr
 		s.mu.Lock()
 		ok, err := s.applyHistogram(t, h, fh, m)
 		s.mu.Unlock()
-		w.count(ok, err)
+		w.count(t, ok, err)
 	}
 }
 
-// count counts a sample applied as Commit did: samples that were dropped
-// when first applied (a concurrent writer got there first), and samples a
-// checkpoint already holds, are rejected again.
-func (w *replayWorker) count(ok bool, err error) {
+// count counts a sample at t applied as Commit did: samples that were
+// dropped when first applied (a concurrent writer got there first), and
+// samples a checkpoint already holds, are rejected again.
+func (w *replayWorker) count(t int64, ok bool, err error) {
 	switch {
 	case err != nil:
 		w.rejected++
 	case ok:
 		w.appended++
+		w.mint, w.maxt = min(w.mint, t), max(w.maxt, t)
 	}
 }
 
@@ -457,7 +467,6 @@ func (h *Head) replay() error {
 		return err
 	}
 	h.index.EnsureOrder()
-	h.compactChunkLists()
 	elapsed := time.Since(start)
 	h.stats.replayedSamples.Add(appended)
 	h.stats.replayDurationNs.Store(int64(elapsed))

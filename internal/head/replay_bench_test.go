@@ -141,3 +141,52 @@ func removeEmptySegments(b *testing.B, dir string) {
 		}
 	}
 }
+
+// BenchmarkCheckpoint measures a checkpoint of a head of 10k series with
+// four closed chunks each and an open one, kept in files as the store
+// keeps them: what it costs is mostly reading the chunks back.
+func BenchmarkCheckpoint(b *testing.B) {
+	dir := b.TempDir()
+	opts := DefaultOptions()
+	opts.WALDir = filepath.Join(dir, "wal")
+	opts.ChunkDir = filepath.Join(dir, "chunks_head")
+	opts.CheckpointOnClose = false
+	opts.CheckpointMinBytes = 1 << 62
+	h, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	lsets := make([]labels.Labels, benchReplaySeries)
+	for i := range lsets {
+		lsets[i] = labels.FromStrings("__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32),
+			"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "mode", "idle")
+	}
+	samples := 4*opts.ChunkSamples + opts.ChunkSamples/2
+	appendRound := func(j int) {
+		app := h.Appender(context.Background())
+		for i, l := range lsets {
+			if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i*j%1000) / 10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for j := range samples {
+		appendRound(j)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		// A checkpoint needs something logged since the last.
+		b.StopTimer()
+		appendRound(samples)
+		samples++
+		b.StartTimer()
+		if err := h.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchReplaySeries, "ns/series")
+}

@@ -45,13 +45,12 @@ type memSeries struct {
 	// headMint): at most maxChunkSpan, so that it takes 32 bits where a
 	// timestamp takes 64.
 	openSpan uint32
-	// chunks, nChunks and chunksCap are the list of closed chunks, oldest
-	// first (see chunkList): a pointer and two lengths rather than a
-	// slice, 8 bytes fewer in the series.
-	// The chunks' bytes never change after the chunk is closed, so a
-	// querier may keep them without a lock.
-	chunks             *headChunk
-	nChunks, chunksCap uint32
+	// last is the trailer of the newest of the nChunks closed chunks, nil
+	// if there are none: the end of their chain in the arena (see
+	// trailerSize). A closed chunk's bytes never change, so a querier may
+	// keep them without a lock.
+	last    *byte
+	nChunks uint32
 	// spill is the arena region holding the bytes an open XOR chunk
 	// detached (see spillOpen), nil if it has detached none.
 	spill *byte
@@ -71,16 +70,6 @@ type memSeries struct {
 	extra *seriesExtra
 }
 
-// chunkList returns the closed chunks. mu must be held.
-func (s *memSeries) chunkList() []headChunk {
-	return unsafe.Slice(s.chunks, s.chunksCap)[:s.nChunks]
-}
-
-// setChunkList makes list the closed chunks. mu must be held.
-func (s *memSeries) setChunkList(list []headChunk) {
-	s.chunks, s.nChunks, s.chunksCap = unsafe.SliceData(list), uint32(len(list)), uint32(cap(list))
-}
-
 // seriesExtra holds what few series have: a history of start times, or
 // native histograms.
 type seriesExtra struct {
@@ -96,16 +85,14 @@ type openChunk interface {
 	Reset()
 }
 
-// chunkMem is where closing a chunk puts it: its bytes into arena, its
-// entry into the series' list, grown out of lists if that is set (replay)
-// or on the heap. samples is the count at which a chunk is closed;
-// blockRange, if not 0, the time range (ms) at whose multiples one is
-// closed too, so that no chunk spans two blocks.
+// chunkMem is where closing a chunk puts it: into arena, with its
+// trailer (see trailerSize). samples is the count at which a chunk is
+// closed; blockRange, if not 0, the time range (ms) at whose multiples
+// one is closed too, so that no chunk spans two blocks.
 type chunkMem struct {
 	samples    int
 	blockRange int64
 	arena      *chunkArena
-	lists      *listSlab
 	// rangeLo and rangeHi are the block range rangeEnd found last: the
 	// series of a batch mostly share one, and a lookup within it saves
 	// two divisions per sample.
@@ -308,8 +295,8 @@ func (s *memSeries) lastEncoding() chunkenc.Encoding {
 	if s.hasOpenSamples() {
 		return s.open
 	}
-	if chunks := s.chunkList(); len(chunks) > 0 {
-		return chunks[len(chunks)-1].encoding()
+	if s.nChunks > 0 {
+		return s.newest().encoding()
 	}
 	return 0
 }
@@ -386,9 +373,9 @@ func (s *memSeries) spillOpen(m *chunkMem) {
 		return
 	}
 	// The whole chunk, if the rest is like what came so far, and an
-	// eighth more.
+	// eighth more, and its trailer (see closeSpilled).
 	whole := len(f) * s.samplesAtCut(m) / c.NumSamples()
-	size := whole + whole/8 + 16
+	size := whole + whole/8 + 16 + trailerSize
 	if size > min(maxArenaChunk, math.MaxUint16) {
 		return
 	}
@@ -484,26 +471,26 @@ func (s *memSeries) closeOpen(m *chunkMem) {
 // the open chunk for the next samples, reusing its memory. Readers only
 // ever see copies of the open chunk's bytes, so none is affected.
 func (s *memSeries) cut(m *chunkMem) {
-	var data []byte
-	enc := s.open
+	var (
+		data    []byte
+		trailer *byte
+		enc     = s.open
+	)
 	if enc == chunkenc.EncXOR && m.dense != nil {
 		if data = s.densify(m); data != nil {
 			enc = chunkenc.EncDecimal
 		}
 	}
 	switch {
-	case data != nil:
-	case s.spill != nil:
-		data = s.closeSpilled(m)
+	case data == nil && s.spill != nil:
+		trailer = s.closeSpilled(m)
+	case data == nil:
+		data = s.memBytes()
+		fallthrough
 	default:
-		data = m.arena.copy(s.memBytes())
+		trailer, m.spillBuf = storeChunk(m.arena, m.spillBuf, data, s.headMint(), s.maxt, enc, s.last)
 	}
-	c := newHeadChunk(data, s.headMint(), s.maxt, enc)
-	if m.lists != nil {
-		s.setChunkList(m.lists.appendChunk(s.chunkList(), c))
-	} else {
-		s.setChunkList(appendChunk(s.chunkList(), c))
-	}
+	s.addChunk(trailer)
 	if s.open == chunkenc.EncXOR {
 		s.xor.Reset()
 	} else {
@@ -511,11 +498,12 @@ func (s *memSeries) cut(m *chunkMem) {
 	}
 }
 
-// densify returns the open XOR chunk as a decimal chunk in the arena if
-// that is smaller, and else nil. Queries decode a decimal chunk in about
-// half the time of an XOR one (BenchmarkDecimalAppendSamples against
-// BenchmarkXORAppendSamples in chunkenc), and decoding was the largest
-// part of queries over the head's last hours. A chunk that spilled has
+// densify returns the open XOR chunk as a decimal chunk if that is
+// smaller, and else nil; the bytes are the densifier's until its next
+// use. Queries decode a decimal chunk in about half the time of an XOR
+// one (BenchmarkDecimalAppendSamples against BenchmarkXORAppendSamples in
+// chunkenc), and decoding was the largest part of queries over the
+// head's last hours. A chunk that spilled has
 // its detached bytes read back from their file, and its region is
 // returned to the arena: readers only ever copy an open chunk's bytes
 // under mu (openBytes, checkpointEntry), so none holds them. mu must be
@@ -534,73 +522,113 @@ func (s *memSeries) densify(m *chunkMem) []byte {
 	if !ok {
 		return nil
 	}
-	data := m.arena.copy(dense)
 	if s.spill != nil {
 		m.arena.release(s.dropSpill(m.arena))
 	}
-	return data
+	return dense
 }
 
-// closeSpilled writes the rest of the spilled open chunk after its
-// detached bytes in the region and returns the closed chunk's bytes
-// there. If the rest does not fit, or cannot be written, the chunk is put
-// together and copied as a whole, and the region is retired. mu must be
-// held.
-func (s *memSeries) closeSpilled(m *chunkMem) []byte {
+// closeSpilled writes the rest of the spilled open chunk and its trailer
+// after its detached bytes in the region, which becomes the closed
+// chunk's, and returns the trailer's address. If they do not fit, or
+// cannot be written, the chunk is put together and copied as a whole, and
+// the region is retired. mu must be held.
+func (s *memSeries) closeSpilled(m *chunkMem) *byte {
 	c := &s.xor
 	region := s.dropSpill(m.arena)
 	d, rest := c.Detached(), c.Bytes()
-	if n := d + len(rest); n <= len(region) && m.arena.write(region, d, rest) == nil {
-		if c.NumSamples() == m.samples {
-			return region[:n:n]
-		}
-		m.spillBuf = chunkenc.AppendXORHeader(m.spillBuf[:0], c.NumSamples())
-		if m.arena.write(region, 0, m.spillBuf) == nil {
-			return region[:n:n]
+	n := d + len(rest)
+	if n+trailerSize <= len(region) {
+		closed := newHeadChunk(region[:n], s.headMint(), s.maxt, chunkenc.EncXOR)
+		m.spillBuf = closed.appendTrailer(append(m.spillBuf[:0], rest...), s.last)
+		if m.arena.write(region, d, m.spillBuf) == nil {
+			if c.NumSamples() == m.samples {
+				return &region[n]
+			}
+			m.spillBuf = chunkenc.AppendXORHeader(m.spillBuf[:0], c.NumSamples())
+			if m.arena.write(region, 0, m.spillBuf) == nil {
+				return &region[n]
+			}
 		}
 	}
 	m.retired = append(m.retired, region)
 	m.spillBuf = c.AppendWhole(m.spillBuf[:0], region)
-	return m.arena.copy(m.spillBuf)
+	var trailer *byte
+	trailer, m.spillBuf = storeChunk(m.arena, m.spillBuf, m.spillBuf, s.headMint(), s.maxt, chunkenc.EncXOR, s.last)
+	return trailer
 }
 
-// mint returns the oldest timestamp of the series, math.MaxInt64 if it has
-// no sample. mu must be held.
-func (s *memSeries) mint() int64 {
-	if s.nChunks > 0 {
-		return s.chunks.mint
-	}
-	if s.hasOpenSamples() {
-		return s.headMint()
-	}
-	return math.MaxInt64
-}
-
-// snapshot appends to dst the chunks that overlap [mint, maxt], the open
-// one as a copy, and returns dst, unchanged if none overlap, and the
-// series' start time changes.
-func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64) ([]chunkenc.Meta, []chunkenc.StartTime) {
+// snapshot appends to dst the chunks that overlap [mint, maxt], oldest
+// first, the open one as a copy, and returns dst, unchanged if none
+// overlap, and the series' start time changes. With a copier, trailers
+// are read and closed chunks copied with it, and the open chunk is copied
+// into its memory (see chunkCopier); without, they are read in place and
+// the open chunk is copied on the heap.
+func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64, rd *chunkCopier) ([]chunkenc.Meta, []chunkenc.StartTime, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	dst, err := s.chunksIn(dst, mint, maxt, rd)
+	if err != nil {
+		return dst, nil, err
+	}
+	return dst, s.startsSnapshot(), nil
+}
+
+// chunksIn is snapshot's, without the start times. mu must be held.
+func (s *memSeries) chunksIn(dst []chunkenc.Meta, mint, maxt int64, rd *chunkCopier) ([]chunkenc.Meta, error) {
+	// The closed chunks that overlap, newest first: chunks are sorted and
+	// disjoint, so the walk ends at the first older than mint. Most
+	// series have a few. All end before the open chunk starts: a query
+	// of the open chunk's time alone reads no trailer, so that the pages
+	// of the arena's files stay out of the process' memory.
+	var (
+		arr  [4]chunkenc.Meta
+		hit  = arr[:0]
+		p    = s.last
+		c    headChunk
+		err  error
+		open = s.hasOpenSamples() && s.maxt >= mint && s.headMint() <= maxt
+		walk = s.nChunks
+	)
+	if s.hasOpenSamples() && s.headMint() <= mint {
+		walk = 0
+	}
+	for range walk {
+		if c, p, err = rd.chunkAt(p); err != nil {
+			return dst, err
+		}
+		if c.maxt() < mint {
+			break
+		}
+		if c.mint <= maxt {
+			// Read now: the copier read the chunk with its trailer.
+			m := c.meta()
+			if m.Data, err = rd.read(m.Data); err != nil {
+				return dst, err
+			}
+			hit = append(hit, m)
+		}
+	}
+	n := len(hit)
+	if open {
+		n++
+	}
 	// Room for the chunks at once, rather than growing dst by doubling
 	// (a querier's dst is nil for each series).
-	chunks := s.chunkList()
-	n := 1
-	for _, c := range chunks {
-		if c.maxt() >= mint && c.mint <= maxt {
-			n++
-		}
-	}
 	dst = slices.Grow(dst, n)
-	for _, c := range chunks {
-		if c.maxt() >= mint && c.mint <= maxt {
-			dst = append(dst, c.meta())
+	for i := len(hit) - 1; i >= 0; i-- {
+		dst = append(dst, hit[i])
+	}
+	if open {
+		var data []byte
+		if rd == nil {
+			data = s.openCopy()
+		} else if data, err = rd.open(s); err != nil {
+			return dst, err
 		}
+		dst = append(dst, chunkenc.Meta{Data: data, MinT: s.headMint(), MaxT: s.maxt, Enc: s.open})
 	}
-	if s.hasOpenSamples() && s.maxt >= mint && s.headMint() <= maxt {
-		dst = append(dst, chunkenc.Meta{Data: s.openCopy(), MinT: s.headMint(), MaxT: s.maxt, Enc: s.open})
-	}
-	return dst, s.startsSnapshot()
+	return dst, nil
 }
 
 // stripeSeries holds all series of the head, findable by ref (refs, read

@@ -55,8 +55,9 @@ func (s *memSeries) lastHistogram() (*histogram.Histogram, *histogram.FloatHisto
 	)
 	if s.hasOpenSamples() {
 		data, enc = s.openBytes(), s.open
-	} else if chunks := s.chunkList(); len(chunks) > 0 {
-		data, enc = chunks[len(chunks)-1].bytes(), chunks[len(chunks)-1].encoding()
+	} else if s.nChunks > 0 {
+		c := s.newest()
+		data, enc = c.bytes(), c.encoding()
 	}
 	switch enc {
 	case chunkenc.EncHistogram:

@@ -107,7 +107,7 @@ func TestOpenChunkSpill(t *testing.T) {
 				if h.labelsOf(s).Get("kind") != "decimal" {
 					continue
 				}
-				for _, c := range s.chunkList() {
+				for _, c := range s.closedChunks(nil) {
 					if c.encoding() != chunkenc.EncDecimal {
 						t.Errorf("decimal series: a closed %s chunk", c.encoding())
 					}
@@ -168,11 +168,11 @@ func checkClosedChunks(t *testing.T, h *Head) {
 	var closed, spilled int64
 	for s := range h.series.all() {
 		s.mu.Lock()
-		closed += int64(len(s.chunkList()))
+		closed += int64(len(s.closedChunks(nil)))
 		if s.spill != nil {
 			spilled++
 		}
-		for _, c := range s.chunkList() {
+		for _, c := range s.closedChunks(nil) {
 			if c.encoding() != chunkenc.EncXOR && c.encoding() != chunkenc.EncDecimal {
 				continue
 			}

@@ -43,30 +43,31 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 	// Queries and checkpoints started before may read what is dropped.
 	h.waitForReaders(hi)
 	var (
-		st      TruncateStats
-		dropped [][]byte
-		doomed  []*memSeries
+		st     TruncateStats
+		doomed []*memSeries
+		tr     = chunkDropper{lo: lo, hi: hi, arena: h.arena, rd: chunkCopier{arena: h.arena}}
 	)
 	// The dropped chunks are retired a batch at a time: collected for
 	// all series, a million series' made a list of some 50 MB (24 bytes
 	// a chunk), copied each time it doubled, at the peak of the
 	// compaction that truncates.
 	retire := func() {
-		st.Chunks += len(dropped)
-		dropped = slices.DeleteFunc(dropped, func(b []byte) bool { return b == nil }) // open chunks that did not spill
-		st.ArenaBytesFree += h.retireChunks(dropped)
-		dropped = dropped[:0]
+		st.Chunks += tr.chunks
+		tr.chunks = 0
+		tr.retired = slices.DeleteFunc(tr.retired, func(b []byte) bool { return b == nil }) // open chunks that did not spill
+		st.ArenaBytesFree += h.retireChunks(tr.retired)
+		tr.retired = tr.retired[:0]
+		tr.rd.reset()
 	}
 	before := h.mint.Load()
 	left := int64(math.MaxInt64)
 	for s := range h.series.all() {
-		var mint int64
-		dropped, mint = s.truncate(lo, hi, dropped, h.arena)
+		mint := tr.truncate(s)
 		if mint == math.MaxInt64 {
 			doomed = append(doomed, s)
 		}
 		left = min(left, mint)
-		if len(dropped) >= retireBatch {
+		if len(tr.retired) >= retireBatch {
 			retire()
 		}
 	}
@@ -185,44 +186,78 @@ func (g *appenderGens) waitForOlder() {
 	}
 }
 
-// truncate drops the series' chunks that lie in [lo, hi], appending
-// their bytes to dropped (for the open chunk, its spill region in arena,
-// or nil if it has none: its memory is the collector's), and returns its
+// chunkDropper drops the chunks of series that lie in [lo, hi].
+type chunkDropper struct {
+	lo, hi int64
+	arena  *chunkArena
+	// rd reads trailers, and chunks that relink copies: a pass over
+	// every series reads them with pread (see chunkCopier).
+	rd chunkCopier
+	// retired collects the bytes of the chunks dropped, and of the old
+	// copies of those relink copied, for the caller to retire (see
+	// retireChunks); for an open chunk dropped, its spill region in
+	// arena, or nil if it has none (its memory is the collector's).
+	retired [][]byte
+	// chunks counts the chunks dropped.
+	chunks int
+	// list and buf are scratch memory.
+	list []headChunk
+	buf  []byte
+}
+
+// truncate drops the chunks of s that lie in [lo, hi] and returns its
 // oldest sample left, math.MaxInt64 if none is; a series left without
 // samples is doomed.
-func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) ([][]byte, int64) {
+//
+// The chunks kept stay where they are, and the oldest go by counting
+// fewer: the oldest trailer kept may point to a chunk gone, which no walk
+// reaches. A chunk kept whose predecessor went while an older one stays
+// (a late sample older than lo) is copied anew after the one now before
+// it, with those that follow it (relink). A trailer or chunk the copier
+// cannot read is read in place.
+func (d *chunkDropper) truncate(s *memSeries) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := func(c headChunk) bool { return c.mint >= lo && c.maxt() <= hi }
-	chunks := s.chunkList()
-	n := 0 // chunks kept
-	for _, c := range chunks {
-		if !in(c) {
-			n++
-		}
+	var err error
+	if d.list, err = d.rd.chain(d.list[:0], s.last, int(s.nChunks)); err != nil {
+		d.list = s.closedChunks(d.list[:0])
 	}
-	if n < len(chunks) {
-		// A new array, of the chunks kept alone (the collector keeps a
-		// whole array, its capacity beyond the slice too): a checkpoint
-		// may be encoding the old one.
-		var kept []headChunk
-		if n > 0 {
-			kept = make([]headChunk, 0, n)
+	// Filter the list in place: kept[i] is written after list[j], j >= i,
+	// was read. from is the first kept chunk whose predecessor went.
+	kept, from, prev := d.list[:0], -1, -1
+	for j, c := range d.list {
+		if c.mint >= d.lo && c.maxt() <= d.hi {
+			d.retired = append(d.retired, c.bytes())
+			d.chunks++
+			continue
 		}
-		for _, c := range chunks {
-			if in(c) {
-				dropped = append(dropped, c.bytes())
-			} else {
-				kept = append(kept, c)
-			}
+		if from < 0 && len(kept) > 0 && prev != j-1 {
+			from = len(kept)
 		}
-		s.setChunkList(kept)
+		kept, prev = append(kept, c), j
 	}
-	if s.hasOpenSamples() && s.headMint() >= lo && s.maxt <= hi {
+	if len(kept) < int(s.nChunks) {
+		var last *byte
+		switch {
+		case from >= 0:
+			last, d.buf, d.retired = relink(d.arena, &d.rd, kept[from:], kept[from-1].trailer(), d.buf, d.retired)
+		case len(kept) > 0:
+			last = kept[len(kept)-1].trailer()
+		}
+		s.last, s.nChunks = last, uint32(len(kept))
+	}
+	if s.hasOpenSamples() && s.headMint() >= d.lo && s.maxt <= d.hi {
 		s.setOpen(0, nil)
-		dropped = append(dropped, s.dropSpill(arena))
+		d.retired = append(d.retired, s.dropSpill(d.arena))
+		d.chunks++
 	}
-	mint := s.mint()
+	mint := int64(math.MaxInt64)
+	switch {
+	case len(kept) > 0:
+		mint = kept[0].mint
+	case s.hasOpenSamples():
+		mint = s.headMint()
+	}
 	if s.extra != nil && mint != math.MaxInt64 {
 		s.extra.starts.truncate(mint)
 	}
@@ -230,7 +265,7 @@ func (s *memSeries) truncate(lo, hi int64, dropped [][]byte, arena *chunkArena) 
 		s.maxt = math.MinInt64
 		s.setRemoval(seriesDoomed)
 	}
-	return dropped, mint
+	return mint
 }
 
 // truncate drops the start time changes that no sample at mint or later

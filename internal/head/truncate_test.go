@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
@@ -51,7 +53,7 @@ func TestChunksCutAtBlockRange(t *testing.T) {
 	s := h.series.getByHash(lset.Hash(), lset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	chunks := s.chunkList()
+	chunks := s.closedChunks(nil)
 	if len(chunks) != 3 {
 		t.Fatalf("%d closed chunks, want 3 (one per range before the last)", len(chunks))
 	}
@@ -373,20 +375,61 @@ func TestTruncateKeepsSeriesOfOpenAppender(t *testing.T) {
 	assertEqual(t, readAll(t, h, 0, 10000, all), want)
 }
 
-// TestTruncateChunkList checks that a series keeps the chunks a
-// truncation leaves in an array of their size: the dropped ones' entries
-// would otherwise stay allocated until its next truncation.
-func TestTruncateChunkList(t *testing.T) {
-	s := newMemSeries(1, labels.FromStrings("__name__", "m"))
-	data := []byte{0, 1, 2}
-	for i := range int64(7) {
-		s.setChunkList(append(s.chunkList(), newHeadChunk(data, i*100, i*100+99, chunkenc.EncXOR)))
-	}
-	dropped, mint := s.truncate(0, 399, nil, nil)
-	if len(dropped) != 4 || mint != 400 {
-		t.Fatalf("dropped %d chunks, oldest sample left at %d; want 4 and 400", len(dropped), mint)
-	}
-	if chunks := s.chunkList(); len(chunks) != 3 || cap(chunks) != 3 {
-		t.Errorf("3 chunks left in a list of length %d, capacity %d", len(chunks), cap(chunks))
+// TestTruncateChain checks what a truncation leaves of a series' chain
+// of chunks: the chunks outside the range, in order, the chunks kept
+// before the range where they were and those after it copied anew after
+// them, and nothing else in the arena once the dropped chunks and the old
+// copies are released.
+func TestTruncateChain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lo, hi   int64
+		want     []int64 // the mint of each chunk kept
+		relinked int     // chunks copied anew
+	}{
+		{"oldest", math.MinInt64, 399, []int64{400, 500, 600}, 0},
+		{"newest", 400, math.MaxInt64, []int64{0, 100, 200, 300}, 0},
+		{"middle", 200, 399, []int64{0, 100, 400, 500, 600}, 3},
+		{"all", math.MinInt64, math.MaxInt64, nil, 0},
+		{"none", 1000, 2000, []int64{0, 100, 200, 300, 400, 500, 600}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arena, err := openArena(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer arena.close()
+			s := newMemSeries(1, labels.FromStrings("__name__", "m"))
+			var buf []byte
+			for i := range int64(7) {
+				var p *byte
+				p, buf = storeChunk(arena, buf, []byte{byte(i), 1, 2}, i*100, i*100+99, chunkenc.EncXOR, s.last)
+				s.addChunk(p)
+			}
+			d := chunkDropper{lo: tc.lo, hi: tc.hi, arena: arena, rd: chunkCopier{arena: arena}}
+			mint := d.truncate(s)
+			var got []int64
+			for _, c := range s.closedChunks(nil) {
+				got = append(got, c.mint)
+				if c.bytes()[0] != byte(c.mint/100) {
+					t.Errorf("chunk of %d holds %v", c.mint, c.bytes())
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("chunks kept start at %v, want %v", got, tc.want)
+			}
+			if wantMint := int64(math.MaxInt64); len(tc.want) > 0 && mint != tc.want[0] || len(tc.want) == 0 && mint != wantMint {
+				t.Errorf("oldest sample left at %d, want the first chunk's", mint)
+			}
+			if dropped := 7 - len(tc.want); d.chunks != dropped || len(d.retired) != dropped+tc.relinked {
+				t.Errorf("%d chunks dropped and %d regions retired, want %d and %d", d.chunks, len(d.retired), dropped, dropped+tc.relinked)
+			}
+			for _, data := range d.retired {
+				arena.release(data)
+			}
+			if n := arena.liveChunks(); n != int64(len(tc.want)) {
+				t.Errorf("%d chunks in the arena, want %d", n, len(tc.want))
+			}
+		})
 	}
 }
