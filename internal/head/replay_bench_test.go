@@ -142,11 +142,10 @@ func removeEmptySegments(b *testing.B, dir string) {
 	}
 }
 
-// BenchmarkCheckpoint measures a checkpoint of a head of 10k series with
-// four closed chunks each and an open one, kept in files as the store
-// keeps them: what it costs is mostly reading the chunks back.
-func BenchmarkCheckpoint(b *testing.B) {
-	dir := b.TempDir()
+// benchChunkHead opens a head of 10k series in dir that keeps its chunks
+// in files, as the store does, and returns it with a function that
+// appends one sample, the jth, to every series.
+func benchChunkHead(b *testing.B, dir string) (*Head, func(j int)) {
 	opts := DefaultOptions()
 	opts.WALDir = filepath.Join(dir, "wal")
 	opts.ChunkDir = filepath.Join(dir, "chunks_head")
@@ -156,14 +155,12 @@ func BenchmarkCheckpoint(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer h.Close()
 	lsets := make([]labels.Labels, benchReplaySeries)
 	for i := range lsets {
 		lsets[i] = labels.FromStrings("__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32),
 			"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "mode", "idle")
 	}
-	samples := 4*opts.ChunkSamples + opts.ChunkSamples/2
-	appendRound := func(j int) {
+	return h, func(j int) {
 		app := h.Appender(context.Background())
 		for i, l := range lsets {
 			if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i*j%1000) / 10}); err != nil {
@@ -174,6 +171,15 @@ func BenchmarkCheckpoint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCheckpoint measures a checkpoint of a head of 10k series with
+// four closed chunks each and an open one, kept in files as the store
+// keeps them: what it costs is mostly reading the chunks back.
+func BenchmarkCheckpoint(b *testing.B) {
+	h, appendRound := benchChunkHead(b, b.TempDir())
+	defer h.Close()
+	samples := 4*h.opts.ChunkSamples + h.opts.ChunkSamples/2
 	for j := range samples {
 		appendRound(j)
 	}
@@ -187,6 +193,29 @@ func BenchmarkCheckpoint(b *testing.B) {
 		if err := h.Checkpoint(); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchReplaySeries, "ns/series")
+}
+
+// BenchmarkTruncate measures a truncation that drops the two oldest of
+// four closed chunks of 10k series, kept in files: it reads every
+// series' chunk descriptions and retires the chunks dropped.
+func BenchmarkTruncate(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		h, appendRound := benchChunkHead(b, b.TempDir())
+		n := h.opts.ChunkSamples
+		for j := range 4*n + n/2 {
+			appendRound(j)
+		}
+		b.StartTimer()
+		if st := h.Truncate(int64(2*n) * 15000); st.Chunks != 2*benchReplaySeries {
+			b.Fatalf("dropped %d chunks", st.Chunks)
+		}
+		b.StopTimer()
+		h.Close()
+		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchReplaySeries, "ns/series")
 }
