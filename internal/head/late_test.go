@@ -89,7 +89,7 @@ func TestInsertRandom(t *testing.T) {
 		}
 		// Every chunk the series holds is in the arena, once: dropping
 		// them all leaves none.
-		d := chunkDropper{lo: math.MinInt64, hi: math.MaxInt64, arena: arena, rd: chunkCopier{arena: arena}}
+		d := chunkDropper{lo: math.MinInt64, hi: math.MaxInt64, rd: chunkCopier{arena: arena}}
 		d.truncate(s)
 		for _, data := range d.retired {
 			if data != nil {

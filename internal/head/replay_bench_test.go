@@ -59,21 +59,9 @@ func benchWAL(b *testing.B, samples int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lsets := make([]labels.Labels, benchReplaySeries)
-	for i := range lsets {
-		lsets[i] = labels.FromStrings("__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32),
-			"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "mode", "idle")
-	}
+	appendRound := benchAppender(b, h, func(i, j int) float64 { return float64(i + j) })
 	for j := range samples {
-		app := h.Appender(context.Background())
-		for i, l := range lsets {
-			if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i + j)}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := app.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		appendRound(j)
 	}
 	if err := h.Close(); err != nil {
 		b.Fatal(err)
@@ -142,9 +130,8 @@ func removeEmptySegments(b *testing.B, dir string) {
 	}
 }
 
-// benchChunkHead opens a head of 10k series in dir that keeps its chunks
-// in files, as the store does, and returns it with a function that
-// appends one sample, the jth, to every series.
+// benchChunkHead opens a head in dir that keeps its chunks in files, as
+// the store does, and returns it with benchAppender's function for it.
 func benchChunkHead(b *testing.B, dir string) (*Head, func(j int)) {
 	opts := DefaultOptions()
 	opts.WALDir = filepath.Join(dir, "wal")
@@ -155,15 +142,22 @@ func benchChunkHead(b *testing.B, dir string) (*Head, func(j int)) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return h, benchAppender(b, h, func(i, j int) float64 { return float64(i*j%1000) / 10 })
+}
+
+// benchAppender returns a function that appends the jth sample, of value
+// v(i, j) at j*15s, to each of benchReplaySeries series i of h, in one
+// commit.
+func benchAppender(b *testing.B, h *Head, v func(i, j int) float64) func(j int) {
 	lsets := make([]labels.Labels, benchReplaySeries)
 	for i := range lsets {
 		lsets[i] = labels.FromStrings("__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(i%32),
 			"instance", fmt.Sprintf("host-%d:9100", i/32), "job", "node", "mode", "idle")
 	}
-	return h, func(j int) {
+	return func(j int) {
 		app := h.Appender(context.Background())
 		for i, l := range lsets {
-			if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: float64(i*j%1000) / 10}); err != nil {
+			if _, err := app.Append(0, l, storage.Sample{T: int64(j) * 15000, V: v(i, j)}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -45,7 +45,7 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 	var (
 		st     TruncateStats
 		doomed []*memSeries
-		tr     = chunkDropper{lo: lo, hi: hi, arena: h.arena, rd: chunkCopier{arena: h.arena}}
+		tr     = chunkDropper{lo: lo, hi: hi, rd: chunkCopier{arena: h.arena}}
 	)
 	// The dropped chunks are retired a batch at a time: collected for
 	// all series, a million series' made a list of some 50 MB (24 bytes
@@ -189,9 +189,8 @@ func (g *appenderGens) waitForOlder() {
 // chunkDropper drops the chunks of series that lie in [lo, hi].
 type chunkDropper struct {
 	lo, hi int64
-	arena  *chunkArena
-	// rd reads trailers, and chunks that relink copies: a pass over
-	// every series reads them with pread (see chunkCopier).
+	// rd reads trailers, and chunks that relink copies, from its arena:
+	// a pass over every series reads them with pread (see chunkCopier).
 	rd chunkCopier
 	// retired collects the bytes of the chunks dropped, and of the old
 	// copies of those relink copied, for the caller to retire (see
@@ -240,7 +239,7 @@ func (d *chunkDropper) truncate(s *memSeries) int64 {
 		var last *byte
 		switch {
 		case from >= 0:
-			last, d.buf, d.retired = relink(d.arena, &d.rd, kept[from:], kept[from-1].trailer(), d.buf, d.retired)
+			last, d.buf, d.retired = relink(d.rd.arena, &d.rd, kept[from:], kept[from-1].trailer(), d.buf, d.retired)
 		case len(kept) > 0:
 			last = kept[len(kept)-1].trailer()
 		}
@@ -248,7 +247,7 @@ func (d *chunkDropper) truncate(s *memSeries) int64 {
 	}
 	if s.hasOpenSamples() && s.headMint() >= d.lo && s.maxt <= d.hi {
 		s.setOpen(0, nil)
-		d.retired = append(d.retired, s.dropSpill(d.arena))
+		d.retired = append(d.retired, s.dropSpill(d.rd.arena))
 		d.chunks++
 	}
 	mint := int64(math.MaxInt64)

@@ -406,7 +406,7 @@ func TestTruncateChain(t *testing.T) {
 				p, buf = storeChunk(arena, buf, []byte{byte(i), 1, 2}, i*100, i*100+99, chunkenc.EncXOR, s.last)
 				s.addChunk(p)
 			}
-			d := chunkDropper{lo: tc.lo, hi: tc.hi, arena: arena, rd: chunkCopier{arena: arena}}
+			d := chunkDropper{lo: tc.lo, hi: tc.hi, rd: chunkCopier{arena: arena}}
 			mint := d.truncate(s)
 			var got []int64
 			for _, c := range s.closedChunks(nil) {
