@@ -84,12 +84,16 @@ func (w *bitWriter) writeBitsSlow(u uint64, n uint8) {
 // chunks of about 530). Growing by an eighth costs a few more copies
 // during a series' first chunk, and none after.
 func (w *bitWriter) grow() {
-	// Multiples of 32 bytes fall on or just below Go's size classes up
-	// to 1 KiB, so little of an allocation goes unused.
-	n := (len(w.buf) + len(w.buf)/8 + 16 + 31) &^ 31
-	buf := make([]byte, len(w.buf), n)
+	buf := make([]byte, len(w.buf), grownCap(len(w.buf)))
 	copy(buf, w.buf)
 	w.buf = buf
+}
+
+// grownCap returns the capacity grow gives memory holding n bytes.
+func grownCap(n int) int {
+	// Multiples of 32 bytes fall on or just below Go's size classes up
+	// to 1 KiB, so little of an allocation goes unused.
+	return (n + n/8 + 16 + 31) &^ 31
 }
 
 // bitReader reads bits, most significant first, from a byte slice through

@@ -16,7 +16,7 @@ const histogramChunkHeaderSize = 3
 // slice starts with: the header, the layout and the first histogram of the
 // benchmark histograms (about 20 buckets) take 66-70 bytes, each later one
 // 16-31 (BenchmarkHistogramAppend). As for XOR chunks (see
-// xorChunkInitialCap), a chunk grows to what its series needs during the
+// XORInitialCap), a chunk grows to what its series needs during the
 // first chunk, 2-4 KiB for 120 of those, and Reset keeps that capacity
 // for the next ones; a quiet series stays small.
 const histogramChunkInitialCap = 128

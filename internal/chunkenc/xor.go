@@ -11,7 +11,7 @@ import (
 // starts every XOR chunk.
 const xorChunkHeaderSize = 2
 
-// xorChunkInitialCap is the capacity a chunk's memory starts with. The
+// XORInitialCap is the capacity a chunk's memory starts with. The
 // head writes an open chunk out in parts as this memory fills (Detach)
 // and reuses it for the next chunk (Reset), so most series never grow
 // it. Starting small saves every short-lived or quiet series the
@@ -21,7 +21,7 @@ const xorChunkHeaderSize = 2
 // series less, since it writes an open chunk's part out once a sample
 // does not fit (Fits) rather than once the room is under
 // XORSampleMaxBytes.
-const xorChunkInitialCap = 48
+const XORInitialCap = 48
 
 // Delta-of-delta buckets: a prefix of up to four ones, ended by a zero
 // unless it has four, picks the width of the two's complement value that
@@ -128,10 +128,10 @@ func (a *XORAppender) setWriter(w *bitWriter) {
 // some if it has none. Slices returned by Bytes before must no longer be
 // read: the next Append overwrites them.
 func (a *XORAppender) Reset() {
-	// A chunk without memory gets xorChunkInitialCap bytes.
+	// A chunk without memory gets XORInitialCap bytes.
 	buf := unsafe.Slice(a.buf, a.cap)
 	if a.cap < xorChunkHeaderSize {
-		buf = make([]byte, xorChunkInitialCap)
+		buf = make([]byte, XORInitialCap)
 	}
 	buf = buf[:xorChunkHeaderSize]
 	clear(buf)
@@ -188,14 +188,44 @@ func (a *XORAppender) Detach(n int) {
 // Detach, or since Reset if none.
 func (a *XORAppender) SinceDetach() int { return int(a.num - a.numDetach) }
 
-// Shrink moves the chunk to memory of the initial capacity if it holds
-// more and what it has fits there with room for a sample: for the owner
-// of a chunk that grew while it could not detach bytes.
-func (a *XORAppender) Shrink() {
-	if b := a.Bytes(); a.cap > xorChunkInitialCap && len(b)+XORSampleMaxBytes <= xorChunkInitialCap {
-		w := bitWriter{buf: append(make([]byte, 0, xorChunkInitialCap), b...), free: a.free()}
-		a.setWriter(&w)
+// Memory returns the chunk's memory, all of its capacity: its bytes
+// (Bytes) and the room after them. It is nil for a chunk without memory.
+func (a *XORAppender) Memory() []byte {
+	if a.cap == 0 {
+		return nil
 	}
+	return unsafe.Slice(a.buf, a.cap)
+}
+
+// MoveTo makes mem the chunk's memory, its bytes copied there, for an
+// owner that allocates the memory itself: it gives a chunk memory before
+// a sample that does not fit (Fits), of GrowCap bytes, so that Append
+// never allocates. The chunk no longer uses the memory it had (Memory
+// before the move). mem must hold the chunk's bytes and XORSampleMaxBytes
+// more; a chunk without memory starts empty in it, as after Reset.
+func (a *XORAppender) MoveTo(mem []byte) {
+	if cap(mem) < int(a.len)+XORSampleMaxBytes {
+		panic("chunkenc: MoveTo memory smaller than the chunk and a sample")
+	}
+	if a.cap == 0 {
+		a.buf, a.cap = unsafe.SliceData(mem), uint32(cap(mem))
+		a.Reset()
+		return
+	}
+	w := a.writer()
+	w.buf = append(mem[:0], w.buf...)
+	a.setWriter(&w)
+}
+
+// GrowCap returns the capacity of memory for the chunk to move to
+// (MoveTo) before a sample that does not fit: XORInitialCap for a chunk
+// without memory, else an eighth more than its bytes, as Append grows
+// it, and room for any sample.
+func (a *XORAppender) GrowCap() int {
+	if a.cap == 0 {
+		return XORInitialCap
+	}
+	return max(grownCap(int(a.len)), int(a.len)+XORSampleMaxBytes)
 }
 
 // XORSampleMaxBytes is the most an Append adds to a chunk's length: a

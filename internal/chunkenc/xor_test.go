@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // sample is a test sample; the value is kept as bits so that comparisons
@@ -531,8 +532,8 @@ func TestXORAppendAllocs(t *testing.T) {
 // the series' later chunks do not grow again.
 func TestXORChunkPresize(t *testing.T) {
 	c := NewXORChunk()
-	if got := int(c.cap); got != xorChunkInitialCap {
-		t.Fatalf("new chunk has capacity %d, want %d", got, xorChunkInitialCap)
+	if got := int(c.cap); got != XORInitialCap {
+		t.Fatalf("new chunk has capacity %d, want %d", got, XORInitialCap)
 	}
 	series := realisticSeries("counter", 240, 1)
 	for _, s := range series[:120] {
@@ -650,10 +651,12 @@ func TestXORDetach(t *testing.T) {
 						if c.SinceDetach() != 0 {
 							t.Fatalf("sample %d: %d samples since Detach", i, c.SinceDetach())
 						}
-						if rng.IntN(2) == 0 {
-							c.Shrink()
-							if size := len(c.Bytes()) + c.Room(); len(c.Bytes())+XORSampleMaxBytes <= xorChunkInitialCap && size != xorChunkInitialCap {
-								t.Fatalf("sample %d: %d bytes left in memory of %d after Shrink", i, len(c.Bytes()), size)
+						if rng.IntN(2) == 0 && len(c.Bytes())+XORSampleMaxBytes <= XORInitialCap {
+							// As the head moves a grown chunk back to
+							// memory of the first size.
+							c.MoveTo(make([]byte, XORInitialCap))
+							if size := len(c.Bytes()) + c.Room(); size != XORInitialCap {
+								t.Fatalf("sample %d: %d bytes in memory of %d after MoveTo", i, len(c.Bytes()), size)
 							}
 						}
 					}
@@ -713,6 +716,49 @@ func TestXORAppenderZeroValue(t *testing.T) {
 				t.Fatalf("%s: appender wrote %x, XORChunk %x", kind, a.Bytes(), want)
 			}
 			a.Reset()
+		}
+	}
+}
+
+// TestXORMoveTo appends as the head does with memory it allocates
+// itself: a sample that does not fit (Fits) first moves the chunk to
+// memory of GrowCap bytes (MoveTo), starting from none. Append then never
+// moves the chunk itself, and the bytes are an XORChunk's.
+func TestXORMoveTo(t *testing.T) {
+	cases := roundTripCases()
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		samples := cases[name]
+		var (
+			a     XORAppender
+			prev  sample
+			moves int
+			start int // of the chunk's samples
+		)
+		for i, s := range samples {
+			if a.NumSamples() == 240 {
+				a.Reset()
+				start = i
+			}
+			if !a.Fits(prev.t, math.Float64frombits(prev.v), s.t, math.Float64frombits(s.v)) {
+				old := slices.Clone(a.Bytes())
+				a.MoveTo(make([]byte, a.GrowCap()))
+				if a.NumSamples() > 0 && !bytes.Equal(a.Bytes(), old) {
+					t.Fatalf("%s, sample %d: moved chunk holds %x, want %x", name, i, a.Bytes(), old)
+				}
+				moves++
+			}
+			mem := unsafe.SliceData(a.Memory())
+			a.Append(prev.t, math.Float64frombits(prev.v), s.t, math.Float64frombits(s.v))
+			if unsafe.SliceData(a.Memory()) != mem {
+				t.Fatalf("%s, sample %d: Append moved the chunk to new memory", name, i)
+			}
+			prev = s
+		}
+		if moves == 0 {
+			t.Fatalf("%s: the chunk never got memory", name)
+		}
+		if want := encode(samples[start:]).Bytes(); !bytes.Equal(a.Bytes(), want) {
+			t.Fatalf("%s: appender wrote %x, XORChunk %x", name, a.Bytes(), want)
 		}
 	}
 }

@@ -56,9 +56,14 @@ const chunkFileBlock = 16 << 20
 // and a block holds chunks closed at about the same time, so blocks empty
 // out whole.
 //
-// All fields are guarded by mu.
+// The memory of open chunks, which changes with each sample, is cells
+// (see cellPool), freed one by one.
+//
+// All fields but cells are guarded by mu.
 type chunkArena struct {
 	mu sync.Mutex
+	// cells hold the newest bytes of open XOR chunks.
+	cells cellPool
 	// dir is where file blocks are created, "" for anonymous memory. It
 	// is cleared when a file cannot be created or written, so that a full
 	// disk costs one failure, not one per chunk; err keeps the cause.
@@ -469,8 +474,10 @@ func (a *chunkArena) blockOf(p uintptr) *arenaBlock {
 	return a.blocks[i]
 }
 
-// close frees every block. Nobody may read a chunk of the arena after.
+// close frees every block and cell. Nobody may read a chunk of the arena
+// after.
 func (a *chunkArena) close() {
+	a.cells.close()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for len(a.blocks) > 0 {

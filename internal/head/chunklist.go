@@ -189,7 +189,9 @@ func (h *Head) spillReplayed() {
 			if s.spill == nil {
 				s.spillOpen(m)
 			}
-			s.xor.Shrink()
+			if x := &s.xor; len(x.Memory()) > chunkenc.XORInitialCap && len(x.Bytes())+chunkenc.XORSampleMaxBytes <= chunkenc.XORInitialCap {
+				s.moveOpen(&h.arena.cells, chunkenc.XORInitialCap)
+			}
 		}
 		s.mu.Unlock()
 	}

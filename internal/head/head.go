@@ -195,6 +195,9 @@ type Stats struct {
 	Chunks          int64 // closed chunks
 	ChunkBytes      int64 // bytes of closed chunks and open chunks' spilled parts, in files or in memory
 	ChunkFileBytes  int64 // of ChunkBytes, those in files (Options.ChunkDir)
+	// SeriesMemBytes is the memory the head holds for its series outside
+	// the Go heap: the newest bytes of open chunks (see cellPool).
+	SeriesMemBytes int64
 	// MinTime and MaxTime bound the head's samples, 0 while it has none.
 	MinTime, MaxTime int64
 }
@@ -297,6 +300,7 @@ func (h *Head) maybeCheckpoint() {
 // Stats returns the head's counters.
 func (h *Head) Stats() Stats {
 	chunkBytes, fileBytes := h.arena.bytes()
+	seriesBytes, _ := h.arena.cells.bytes()
 	st := Stats{
 		Series:          h.stats.series.Load(),
 		SamplesAppended: h.stats.samplesAppended.Load(),
@@ -310,6 +314,7 @@ func (h *Head) Stats() Stats {
 		Chunks:          h.arena.liveChunks(),
 		ChunkBytes:      chunkBytes,
 		ChunkFileBytes:  fileBytes,
+		SeriesMemBytes:  seriesBytes,
 	}
 	if mint, maxt := h.MinTime(), h.MaxTime(); mint <= maxt {
 		st.MinTime, st.MaxTime = mint, maxt

@@ -111,7 +111,8 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		if region := s.dropSpill(m.arena); region != nil {
 			m.retired = append(m.retired, region)
 		}
-		s.setOpen(tmp.open, tmp.openHist())
+		s.freeOpen(&m.arena.cells)
+		s.setOpen(tmp.open, tmp.openHist(), &m.arena.cells)
 		// tmp's newest sample is the series': only the open chunk's
 		// start may have moved.
 		s.xor, s.openSpan = tmp.xor, tmp.openSpan
@@ -119,6 +120,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 		return true, nil
 	}
 	tmp.cut(&enc2)
+	tmp.freeOpen(&m.arena.cells)
 	// The chunks after the one replaced follow tmp's, copied anew; a
 	// reader may hold the old copies.
 	var last *byte

@@ -99,6 +99,11 @@ func TestInsertRandom(t *testing.T) {
 		if n := arena.liveChunks(); n != 0 {
 			t.Fatalf("seed %d: %d chunks left in the arena", seed, n)
 		}
+		// Nor does the open chunk keep memory, nor the series the chunks
+		// re-encoded for late samples put together.
+		if _, n := arena.cells.bytes(); n != 0 {
+			t.Fatalf("seed %d: %d cells left", seed, n)
+		}
 	}
 }
 

@@ -265,12 +265,12 @@ func (s *memSeries) hasOpenSamples() bool {
 }
 
 // setOpen makes the open chunk an empty one of encoding enc, hist if that
-// is a histogram encoding, and lets go of the other kind's memory. mu must
-// be held.
-func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk) {
+// is a histogram encoding, and lets go of the other kind's memory, an XOR
+// chunk's to cells. mu must be held.
+func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk, cells *cellPool) {
 	s.open = enc
 	if enc != chunkenc.EncXOR {
-		s.xor = chunkenc.XORAppender{}
+		s.freeOpen(cells)
 	}
 	if hist != nil && s.extra == nil {
 		s.extra = &seriesExtra{}
@@ -278,6 +278,28 @@ func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk) {
 	if s.extra != nil {
 		s.extra.hist = hist
 	}
+}
+
+// moveOpen moves the open XOR chunk to a cell of n bytes, with its bytes,
+// and frees the cell it had, if any. Its memory is cells only: Append
+// never allocates, as moveOpen gives it room before each sample that
+// does not fit. mu must be held.
+func (s *memSeries) moveOpen(cells *cellPool, n int) {
+	old := s.xor.Memory()
+	s.xor.MoveTo(cells.alloc(n))
+	if old != nil {
+		cells.free(unsafe.SliceData(old))
+	}
+}
+
+// freeOpen frees the open XOR chunk's memory, leaving it empty and
+// without memory. Readers only ever copy an open chunk's bytes under mu,
+// so none holds them. mu must be held.
+func (s *memSeries) freeOpen(cells *cellPool) {
+	if mem := s.xor.Memory(); mem != nil {
+		cells.free(unsafe.SliceData(mem))
+	}
+	s.xor = chunkenc.XORAppender{}
 }
 
 // openHist returns the open chunk if it holds histograms, else nil. mu
@@ -307,15 +329,20 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 	switch {
 	case s.open != chunkenc.EncXOR:
 		s.closeOpen(m)
-		s.setOpen(chunkenc.EncXOR, nil)
+		s.setOpen(chunkenc.EncXOR, nil, &m.arena.cells)
 		first = true
 	case s.xor.NumSamples() >= m.samples || m.crossesRange(s.headMint(), t) || t-s.headMint() > maxChunkSpan:
 		s.cut(m)
 		first = true
 	}
 	x := &s.xor
-	if x.SinceDetach() >= minPartSamples && m.samples >= minSpillSamples && !m.noSpill && !x.Fits(s.maxt, s.lastV, t, v) {
-		s.spillOpen(m)
+	if !x.Fits(s.maxt, s.lastV, t, v) {
+		if x.SinceDetach() >= minPartSamples && m.samples >= minSpillSamples && !m.noSpill {
+			s.spillOpen(m)
+		}
+		if !x.Fits(s.maxt, s.lastV, t, v) {
+			s.moveOpen(&m.arena.cells, x.GrowCap())
+		}
 	}
 	x.Append(s.maxt, s.lastV, t, v)
 	s.setNewest(t, first)

@@ -110,6 +110,7 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 			s.setRemoval(seriesLive)
 		default:
 			s.setRemoval(seriesGone)
+			s.freeOpen(&h.arena.cells)
 			removed = append(removed, s)
 		}
 		s.mu.Unlock()
@@ -246,7 +247,7 @@ func (d *chunkDropper) truncate(s *memSeries) int64 {
 		s.last, s.nChunks = last, uint32(len(kept))
 	}
 	if s.hasOpenSamples() && s.headMint() >= d.lo && s.maxt <= d.hi {
-		s.setOpen(0, nil)
+		s.setOpen(0, nil, &d.rd.arena.cells)
 		d.retired = append(d.retired, s.dropSpill(d.rd.arena))
 		d.chunks++
 	}

@@ -92,6 +92,10 @@ func TestTruncate(t *testing.T) {
 	if n := h.Stats().Series; n != 1 {
 		t.Errorf("%d series after truncate, want 1", n)
 	}
+	// The open chunks dropped free their memory.
+	if _, n := h.arena.cells.bytes(); n != 1 {
+		t.Errorf("%d cells after truncate, want 1, the open chunk of live", n)
+	}
 	got := readAll(t, h, 0, 10000, all)
 	if len(got) != 1 || len(got[live.String()]) != 20 || got[live.String()][0].t != 2000 {
 		t.Errorf("after truncate read %v, want live from 2000 only", got)

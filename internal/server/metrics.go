@@ -76,6 +76,10 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 			Help: "Bytes of the head's closed chunks and of the parts of its open ones written out, in files under chunks_head (read through mappings) or in memory outside the Go heap.",
 		}, stat(func(s head.Stats) float64 { return float64(s.ChunkBytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_head_series_memory_bytes",
+			Help: "Memory the head holds for its series outside the Go heap: the newest bytes of open chunks.",
+		}, stat(func(s head.Stats) float64 { return float64(s.SeriesMemBytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_min_time_seconds",
 			Help: "Oldest sample time the in-memory head may hold (older data is in blocks); 0 while it is empty.",
 		}, stat(func(s head.Stats) float64 { return float64(s.MinTime) / 1000 })),
