@@ -196,7 +196,8 @@ type Stats struct {
 	ChunkBytes      int64 // bytes of closed chunks and open chunks' spilled parts, in files or in memory
 	ChunkFileBytes  int64 // of ChunkBytes, those in files (Options.ChunkDir)
 	// SeriesMemBytes is the memory the head holds for its series outside
-	// the Go heap: the newest bytes of open chunks (see cellPool).
+	// the Go heap (see cellPool): the newest bytes of open chunks, and
+	// the series' label ids.
 	SeriesMemBytes int64
 	// MinTime and MaxTime bound the head's samples, 0 while it has none.
 	MinTime, MaxTime int64
@@ -240,7 +241,7 @@ func Open(opts Options) (*Head, error) {
 	h.mint.Store(math.MaxInt64)
 	h.maxt.Store(math.MinInt64)
 	if err := h.replay(); err != nil {
-		h.arena.close()
+		h.freeMemory()
 		return nil, fmt.Errorf("replay WAL: %w", err)
 	}
 
@@ -250,7 +251,7 @@ func Open(opts Options) (*Head, error) {
 	}
 	w, err := wal.Open(opts.WALDir, walOpts)
 	if err != nil {
-		h.arena.close()
+		h.freeMemory()
 		return nil, fmt.Errorf("open WAL: %w", err)
 	}
 	h.wal = w
@@ -273,8 +274,15 @@ func (h *Head) Close() error {
 		err = h.Checkpoint()
 	}
 	err = errors.Join(err, h.wal.Close())
-	h.arena.close()
+	h.freeMemory()
 	return err
+}
+
+// freeMemory returns the memory the head holds outside the Go heap to the
+// system. Nobody may read a chunk or a series' labels after.
+func (h *Head) freeMemory() {
+	h.arena.close()
+	h.series.symbols.cells.close()
 }
 
 // maybeCheckpoint starts a checkpoint in the background when the WAL has
@@ -300,7 +308,8 @@ func (h *Head) maybeCheckpoint() {
 // Stats returns the head's counters.
 func (h *Head) Stats() Stats {
 	chunkBytes, fileBytes := h.arena.bytes()
-	seriesBytes, _ := h.arena.cells.bytes()
+	openBytes, _ := h.arena.cells.bytes()
+	idBytes, _ := h.series.symbols.cells.bytes()
 	st := Stats{
 		Series:          h.stats.series.Load(),
 		SamplesAppended: h.stats.samplesAppended.Load(),
@@ -314,7 +323,7 @@ func (h *Head) Stats() Stats {
 		Chunks:          h.arena.liveChunks(),
 		ChunkBytes:      chunkBytes,
 		ChunkFileBytes:  fileBytes,
-		SeriesMemBytes:  seriesBytes,
+		SeriesMemBytes:  openBytes + idBytes,
 	}
 	if mint, maxt := h.MinTime(), h.MaxTime(); mint <= maxt {
 		st.MinTime, st.MaxTime = mint, maxt

@@ -42,7 +42,7 @@ type readers struct {
 // retiredSymbols are the label ids (memSeries.syms) of series no longer
 // in the head, which readers up to id after may still read.
 type retiredSymbols struct {
-	syms  []string
+	syms  []symIDs
 	after uint64
 }
 
@@ -140,7 +140,7 @@ func (h *Head) retireChunks(chunks [][]byte) int64 {
 
 // retireSymbols releases the label ids of removed series once no reader
 // that started before they were removed runs.
-func (h *Head) retireSymbols(syms []string) {
+func (h *Head) retireSymbols(syms []symIDs) {
 	r := &h.readers
 	r.mu.Lock()
 	defer r.mu.Unlock()

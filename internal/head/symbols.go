@@ -32,14 +32,19 @@ import (
 // Pairs are read without a lock: the directory of pages is loaded
 // atomically, and a slot is written only for an id no live series holds,
 // before any series holding it is published (to the maps, under their
-// locks). Everything else is guarded by mu. The strings handed out are
-// ordinary Go strings: a caller may keep them after the id is freed.
+// locks). Everything else but cells is guarded by mu. The strings handed
+// out are ordinary Go strings: a caller may keep them after the id is
+// freed.
 type symbolTable struct {
 	mu     sync.Mutex
 	ids    map[string]uint32
 	counts []uint32 // series holding each id, once per label that uses it
 	free   []uint32 // ids no series holds
 	dir    atomic.Pointer[[]*symbolPage]
+	// cells hold the series' ids (symIDs), off the Go heap as they live
+	// as long as their series, and freed when they are released: about
+	// 16 MB at a million series.
+	cells cellPool
 }
 
 const (
@@ -70,7 +75,7 @@ func (t *symbolTable) intern(lset labels.Labels) symIDs {
 		buf = binary.AppendUvarint(buf, uint64(id))
 	})
 	t.mu.Unlock()
-	return newSymIDs(buf)
+	return newSymIDs(buf, &t.cells)
 }
 
 // symIDs is a series' label ids (see intern) as memSeries keeps them: a
@@ -79,11 +84,13 @@ func (t *symbolTable) intern(lset labels.Labels) symIDs {
 // 112 bytes would take 120, 34 to a slab's page rather than 36.
 type symIDs struct{ p *byte }
 
-// newSymIDs returns a copy of ids as a symIDs.
-func newSymIDs(ids []byte) symIDs {
+// newSymIDs returns a copy of ids as a symIDs, in a cell of cells.
+func newSymIDs(ids []byte, cells *cellPool) symIDs {
 	var length [binary.MaxVarintLen64]byte
 	n := binary.PutUvarint(length[:], uint64(len(ids)))
-	return symIDs{unsafe.SliceData(append(append(make([]byte, 0, n+len(ids)), length[:n]...), ids...))}
+	b := cells.alloc(n + len(ids))
+	copy(b[copy(b, length[:n]):], ids)
+	return symIDs{unsafe.SliceData(b)}
 }
 
 // ids returns the ids, a string sharing their memory: none for the
@@ -131,13 +138,14 @@ func (t *symbolTable) hold(pair []byte) uint32 {
 }
 
 // release counts the series whose ids are syms as holders no more,
-// freeing the ids they were the last to hold. No reader may read syms
-// any more.
-func (t *symbolTable) release(syms []string) {
+// freeing the ids they were the last to hold, and frees syms' memory. No
+// reader may read syms any more.
+func (t *symbolTable) release(syms []symIDs) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	pages := *t.dir.Load()
-	for _, ss := range syms {
+	for _, s := range syms {
+		ss := s.ids()
 		for i := 0; i < len(ss); {
 			var id uint64
 			id, i = uvarint(ss, i)
@@ -149,6 +157,7 @@ func (t *symbolTable) release(syms []string) {
 			*slot = ""
 			t.free = append(t.free, uint32(id))
 		}
+		t.cells.free(s.p)
 	}
 }
 

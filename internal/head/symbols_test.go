@@ -101,41 +101,45 @@ func TestSymbolTable(t *testing.T) {
 
 func TestSymbolTableRelease(t *testing.T) {
 	st := newSymbolTable()
-	a := st.intern(labels.FromStrings("__name__", "m", "only", "a")).ids()
-	b := st.intern(labels.FromStrings("__name__", "m", "pod", "b")).ids()
-	b2 := st.intern(labels.FromStrings("__name__", "m", "pod", "b")).ids()
+	defer st.cells.close()
+	a := st.intern(labels.FromStrings("__name__", "m", "only", "a"))
+	b := st.intern(labels.FromStrings("__name__", "m", "pod", "b"))
+	b2 := st.intern(labels.FromStrings("__name__", "m", "pod", "b"))
 	if got := st.len(); got != 3 {
 		t.Fatalf("%d pairs, want 3", got)
 	}
-	st.release([]string{a})
+	st.release([]symIDs{a})
 	if got := st.len(); got != 2 {
 		t.Fatalf("%d pairs after releasing a, want 2 (__name__=m, pod=b)", got)
 	}
 	// The freed id is taken by a new pair.
-	c := st.intern(labels.FromStrings("__name__", "m", "new", "c")).ids()
+	c := st.intern(labels.FromStrings("__name__", "m", "new", "c"))
 	if got := st.len(); got != 3 {
 		t.Fatalf("%d pairs, want 3", got)
 	}
 	var lb labels.ScratchBuilder
 	for _, tc := range []struct {
-		syms string
+		syms symIDs
 		want labels.Labels
 	}{
 		{b, labels.FromStrings("__name__", "m", "pod", "b")},
 		{c, labels.FromStrings("__name__", "m", "new", "c")},
 	} {
-		if got := st.labels(tc.syms, &lb); !labels.Equal(got, tc.want) {
+		if got := st.labels(tc.syms.ids(), &lb); !labels.Equal(got, tc.want) {
 			t.Errorf("labels %s, want %s", got, tc.want)
 		}
 	}
 	// b is held twice: its pairs stay until both are released.
-	st.release([]string{b, c})
+	st.release([]symIDs{b, c})
 	if got := st.len(); got != 2 {
 		t.Fatalf("%d pairs with b held once more, want 2", got)
 	}
-	st.release([]string{b2})
+	st.release([]symIDs{b2})
 	if got := st.len(); got != 0 {
 		t.Fatalf("%d pairs with nothing held, want 0", got)
+	}
+	if _, n := st.cells.bytes(); n != 0 {
+		t.Errorf("%d series' ids left in memory, want none", n)
 	}
 	if len(st.free) != 3 {
 		t.Errorf("%d free ids, want 3", len(st.free))
@@ -182,6 +186,9 @@ func TestTruncateRetiresLabels(t *testing.T) {
 	if got := h.series.symbols.len(); got != 3 {
 		t.Errorf("%d pairs after the reader is done, want 3", got)
 	}
+	if _, n := h.series.symbols.cells.bytes(); n != 2 {
+		t.Errorf("%d series' ids in memory after the reader is done, want 2", n)
+	}
 }
 
 // len returns the number of distinct pairs held.
@@ -194,12 +201,14 @@ func (t *symbolTable) len() int {
 // TestSymIDs checks that a series' ids read back whole, their length
 // prefix one byte or several.
 func TestSymIDs(t *testing.T) {
+	var cells cellPool
+	defer cells.close()
 	for _, n := range []int{0, 1, 127, 128, 300, 20000} {
 		ids := make([]byte, n)
 		for i := range ids {
 			ids[i] = byte(i*7 + 1)
 		}
-		if got := newSymIDs(ids).ids(); got != string(ids) {
+		if got := newSymIDs(ids, &cells).ids(); got != string(ids) {
 			t.Errorf("%d ids read back as %d", n, len(got))
 		}
 	}

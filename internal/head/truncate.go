@@ -120,11 +120,11 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 	}
 	refs := make([]storage.SeriesRef, len(removed))
 	lsets := make([]labels.Labels, len(removed))
-	syms := make([]string, len(removed))
+	syms := make([]symIDs, len(removed))
 	var b labels.ScratchBuilder
 	for i, s := range removed {
-		refs[i], syms[i] = s.ref, s.syms.ids()
-		lsets[i] = h.series.symbols.labels(syms[i], &b)
+		refs[i], syms[i] = s.ref, s.syms
+		lsets[i] = h.series.symbols.labels(s.syms.ids(), &b)
 		h.series.remove(s, lsets[i].Hash())
 	}
 	h.index.Delete(refs, lsets)

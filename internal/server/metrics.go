@@ -77,7 +77,7 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 		}, stat(func(s head.Stats) float64 { return float64(s.ChunkBytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_series_memory_bytes",
-			Help: "Memory the head holds for its series outside the Go heap: the newest bytes of open chunks.",
+			Help: "Memory the head holds for its series outside the Go heap: the newest bytes of open chunks, and the series' label ids.",
 		}, stat(func(s head.Stats) float64 { return float64(s.SeriesMemBytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_min_time_seconds",
