@@ -427,7 +427,7 @@ func (a *appender) Commit() error {
 	for i, e := range a.starts {
 		s := a.startSeries[i]
 		s.mu.Lock()
-		s.setStart(e.T, e.ST)
+		s.setStart(e.T, e.ST, &h.arena.cells)
 		s.mu.Unlock()
 	}
 	if appended > 0 {

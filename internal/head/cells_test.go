@@ -2,9 +2,18 @@ package head
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // TestCellPool allocates and frees cells of random sizes, small and
@@ -97,5 +106,57 @@ func TestCellPoolFreeForeign(t *testing.T) {
 			}()
 			p.free(ptr)
 		}()
+	}
+}
+
+// TestSeriesExtraHeld checks that what a series keeps on the Go heap, its
+// seriesExtra (an open histogram chunk, start times), stays alive though
+// only the series, a cell the collector does not read, points to it: the
+// pool holds it (cellPool.hold). Collections run with allocations of the
+// same kind in between, which would take the memory of an extra freed.
+func TestSeriesExtraHeld(t *testing.T) {
+	h := openTestHead(t, t.TempDir())
+	defer h.Close()
+	const n = 200
+	hist := func(i int) labels.Labels { return labels.FromStrings("__name__", "h", "i", fmt.Sprint(i)) }
+	starts := func(i int) labels.Labels { return labels.FromStrings("__name__", "f", "i", fmt.Sprint(i)) }
+	for k := range 3 {
+		app := h.Appender(context.Background())
+		for i := range n {
+			if _, err := app.Append(0, hist(i), storage.Sample{T: int64(k), H: testHistogram(i + k)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := app.Append(0, starts(i), storage.Sample{T: int64(k), V: float64(k), ST: int64(-1 - i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			runtime.GC()
+			garbage := make([]*seriesExtra, 4*n)
+			for j := range garbage {
+				garbage[j] = &seriesExtra{starts: startTimes{list: []chunkenc.StartTime{{T: -7, ST: -7}}}}
+			}
+			runtime.KeepAlive(garbage)
+		}
+	}
+	got := readAny(t, h, labels.MustNewMatcher(labels.MatchEqual, "__name__", "h"))
+	for i := range n {
+		var want []anySample
+		for k := range 3 {
+			want = append(want, anySample{t: int64(k), vt: promchunkenc.ValHistogram, fh: testHistogram(i + k).ToFloat(nil)})
+		}
+		if s := got[hist(i).String()]; !sameSamples(s, want) {
+			t.Fatalf("%s: %v, want %v", hist(i), s, want)
+		}
+		s2 := h.series.getByHash(starts(i).Hash(), starts(i))
+		s2.mu.Lock()
+		st := s2.currentStart()
+		s2.mu.Unlock()
+		if st != int64(-1-i) {
+			t.Fatalf("%s: start time %d, want %d", starts(i), st, -1-i)
+		}
 	}
 }

@@ -183,6 +183,10 @@ func (h *Head) spillReplayed() {
 	if m.samples < minSpillSamples {
 		return
 	}
+	// A reader of no samples: Truncate may free a series it walks only
+	// once it is done (see retireSeries).
+	reader := h.acquireReader(math.MaxInt64)
+	defer h.releaseReader(reader)
 	for s := range h.series.all() {
 		s.mu.Lock()
 		if s.open == chunkenc.EncXOR {

@@ -14,11 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/index"
-	"github.com/strata-db/strata/internal/slab"
+
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -128,8 +129,6 @@ type Head struct {
 	// all series, and of each label value the series share): 3 GB
 	// allocated in 20 s while 100k series were created over OTLP.
 	creating sync.Mutex
-	// seriesSlab allocates series: see package slab.
-	seriesSlab slab.Slab[memSeries]
 	// appendFloor is the oldest timestamp the head takes in order:
 	// Truncate and Freeze raise it past a range written to a block.
 	// Older samples are late, taken only within the out-of-order window,
@@ -342,7 +341,7 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 		if ref == 0 {
 			ref = storage.SeriesRef(h.lastRef.Add(1))
 		}
-		s := h.seriesSlab.New()
+		s := h.newSeries()
 		s.init(ref, h.series.symbols.intern(lset))
 		return s
 	})
@@ -351,6 +350,16 @@ func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRe
 		h.stats.series.Add(1)
 	}
 	return s, created
+}
+
+// newSeries returns a new zero series in a cell of the arena's, off the
+// Go heap (see cellPool). Cells of one size are handed out in address
+// order: the series a fleet's requests create one after another lie one
+// after another, as the receivers then append to them, which the
+// processor's prefetcher follows. Truncate frees removed series (see
+// retireSeries).
+func (h *Head) newSeries() *memSeries {
+	return (*memSeries)(unsafe.Pointer(unsafe.SliceData(h.arena.cells.alloc(int(unsafe.Sizeof(memSeries{}))))))
 }
 
 // seriesLabels returns the labels of the series with ref.

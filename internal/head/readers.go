@@ -3,6 +3,7 @@ package head
 import (
 	"math"
 	"sync"
+	"unsafe"
 )
 
 // readers tracks the queries and checkpoints reading the head, each with
@@ -19,10 +20,10 @@ import (
 //     sample went into them, are retired (retireChunks): freed once every
 //     reader that may hold them is done, as the arena may return their
 //     memory to the system at once.
-//   - The label ids of series Truncate removed are retired
-//     (retireSymbols) the same way: a reader may still be reading the
-//     labels of a series it found before, and a freed id may be given to
-//     another label pair.
+//   - The series Truncate removed are retired (retireSeries) the same
+//     way, their label ids and memory with them: a reader may still be
+//     reading a series it found before, and a freed id may be given to
+//     another label pair, the memory to another series.
 //
 // Reader ids grow with each reader; a retired chunk records the last id
 // handed out when it left its series, and no reader with a higher id can
@@ -35,15 +36,15 @@ type readers struct {
 	next    uint64
 	active  map[uint64]int64 // reader id -> oldest time it reads
 	retired []retiredChunk   // by after
-	// retiredSyms are the label ids of removed series, by after.
-	retiredSyms []retiredSymbols
+	// retiredSeries are removed series, by after.
+	retiredSeries []retiredSeries
 }
 
-// retiredSymbols are the label ids (memSeries.syms) of series no longer
-// in the head, which readers up to id after may still read.
-type retiredSymbols struct {
-	syms  []symIDs
-	after uint64
+// retiredSeries are series no longer in the head, which readers up to id
+// after may still read.
+type retiredSeries struct {
+	series []*memSeries
+	after  uint64
 }
 
 // retiredChunk is the bytes of a chunk no series holds any more, which
@@ -76,7 +77,7 @@ func (h *Head) releaseReader(id uint64) {
 	defer r.mu.Unlock()
 	delete(r.active, id)
 	r.done.Broadcast()
-	if len(r.retired) == 0 && len(r.retiredSyms) == 0 {
+	if len(r.retired) == 0 && len(r.retiredSeries) == 0 {
 		return
 	}
 	oldest := r.oldestID()
@@ -88,12 +89,12 @@ func (h *Head) releaseReader(id uint64) {
 	clear(r.retired[:n])
 	r.retired = r.retired[n:]
 	n = 0
-	for n < len(r.retiredSyms) && r.retiredSyms[n].after < oldest {
-		h.series.symbols.release(r.retiredSyms[n].syms)
+	for n < len(r.retiredSeries) && r.retiredSeries[n].after < oldest {
+		h.freeSeries(r.retiredSeries[n].series)
 		n++
 	}
-	clear(r.retiredSyms[:n])
-	r.retiredSyms = r.retiredSyms[n:]
+	clear(r.retiredSeries[:n])
+	r.retiredSeries = r.retiredSeries[n:]
 }
 
 // waitForReaders returns once no reader that started before the call and
@@ -138,17 +139,31 @@ func (h *Head) retireChunks(chunks [][]byte) int64 {
 	return 0
 }
 
-// retireSymbols releases the label ids of removed series once no reader
-// that started before they were removed runs.
-func (h *Head) retireSymbols(syms []symIDs) {
+// retireSeries frees removed series, their label ids with them, once no
+// reader that started before they were removed runs. No appender may
+// hold them any more.
+func (h *Head) retireSeries(series []*memSeries) {
 	r := &h.readers
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.oldestID() > r.next {
-		h.series.symbols.release(syms)
+		h.freeSeries(series)
 		return
 	}
-	r.retiredSyms = append(r.retiredSyms, retiredSymbols{syms: syms, after: r.next})
+	r.retiredSeries = append(r.retiredSeries, retiredSeries{series: series, after: r.next})
+}
+
+// freeSeries releases the label ids of removed series and frees their
+// memory. Nobody may read them any more.
+func (h *Head) freeSeries(series []*memSeries) {
+	syms := make([]symIDs, len(series))
+	for i, s := range series {
+		syms[i] = s.syms
+	}
+	h.series.symbols.release(syms)
+	for _, s := range series {
+		h.arena.cells.free((*byte)(unsafe.Pointer(s)))
+	}
 }
 
 // oldestID returns the id of the oldest running reader, math.MaxUint64 if

@@ -174,7 +174,7 @@ func (l *loader) apply(rec []byte) error {
 			// workers may still be applying.
 			if s := l.h.series.getByRef(e.Ref); s != nil {
 				s.mu.Lock()
-				s.setStart(e.T, e.ST)
+				s.setStart(e.T, e.ST, &l.h.arena.cells)
 				s.mu.Unlock()
 			}
 		}

@@ -21,7 +21,9 @@ import (
 //
 // A million series take 112 MB: they are the largest part of the head's
 // memory, so small fields are packed into the words of larger ones (see
-// state and openSpan).
+// state and openSpan). The head's series are cells (see cellPool and
+// Head.newSeries), which the collector does not read: the only heap
+// object a series points to, extra, is held for it (cellPool.hold).
 type memSeries struct {
 	ref storage.SeriesRef
 	// syms is the series' labels as ids in the head's symbol table (see
@@ -273,7 +275,7 @@ func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk, cells *cellPo
 		s.freeOpen(cells)
 	}
 	if hist != nil && s.extra == nil {
-		s.extra = &seriesExtra{}
+		s.addExtra(cells)
 	}
 	if s.extra != nil {
 		s.extra.hist = hist
@@ -300,6 +302,13 @@ func (s *memSeries) freeOpen(cells *cellPool) {
 		cells.free(unsafe.SliceData(mem))
 	}
 	s.xor = chunkenc.XORAppender{}
+}
+
+// addExtra gives the series its seriesExtra, which cells, the pool of the
+// series' own memory, holds for it (see cellPool.hold). mu must be held.
+func (s *memSeries) addExtra(cells *cellPool) {
+	s.extra = &seriesExtra{}
+	cells.hold(unsafe.Pointer(s), s.extra)
 }
 
 // openHist returns the open chunk if it holds histograms, else nil. mu

@@ -23,13 +23,14 @@ func (s *memSeries) currentStart() int64 {
 }
 
 // setStart records that from the sample at t on the series counts from st,
-// unless it already does or a later change is recorded. mu must be held.
-func (s *memSeries) setStart(t, st int64) {
+// unless it already does or a later change is recorded. cells is the
+// pool of the series' own memory (see addExtra). mu must be held.
+func (s *memSeries) setStart(t, st int64, cells *cellPool) {
 	if s.extra == nil {
 		if st == 0 {
 			return
 		}
-		s.extra = &seriesExtra{}
+		s.addExtra(cells)
 	}
 	l := s.extra.starts.list
 	if n := len(l); n > 0 && (l[n-1].ST == st || l[n-1].T >= t) {

@@ -27,7 +27,7 @@ import (
 // how many hold each, and an id no series holds is freed for reuse. As
 // queries and checkpoints may still read a series that Truncate removed,
 // the head releases a removed series' ids only once those readers are
-// done (see readers and retireSymbols).
+// done (see readers and retireSeries).
 //
 // Pairs are read without a lock: the directory of pages is loaded
 // atomically, and a slot is written only for an id no live series holds,

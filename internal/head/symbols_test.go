@@ -165,6 +165,8 @@ func TestTruncateRetiresLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := h.series.getByHash(old.Hash(), old)
+	// spillReplayed, run after Open, is a reader too.
+	h.background.Wait()
 	// A reader of no samples: Truncate does not wait for it.
 	reader := h.acquireReader(1 << 62)
 	if st := h.Truncate(2 * testRange); st.SeriesRemoved != 1 {
@@ -182,7 +184,11 @@ func TestTruncateRetiresLabels(t *testing.T) {
 	if got := h.series.symbols.len(); got != 5 {
 		t.Errorf("%d pairs while the reader runs, want 5", got)
 	}
+	_, during := h.arena.cells.bytes()
 	h.releaseReader(reader)
+	if _, after := h.arena.cells.bytes(); during-after != 1 {
+		t.Errorf("%d cells freed after the reader is done, want 1, the series removed", during-after)
+	}
 	if got := h.series.symbols.len(); got != 3 {
 		t.Errorf("%d pairs after the reader is done, want 3", got)
 	}

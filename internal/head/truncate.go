@@ -80,8 +80,7 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 	// pages of chunks still held.
 	h.arena.dropResident()
 	if len(doomed) > 0 {
-		removed := h.removeSeries(doomed)
-		st.SeriesRemoved = len(removed)
+		st.SeriesRemoved = h.removeSeries(doomed)
 	}
 	return st
 }
@@ -91,14 +90,17 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 const retireBatch = 4096
 
 // removeSeries removes the doomed series that no appender took since they
-// were doomed, and returns them.
+// were doomed, and returns how many it removed.
 //
 // An appender may have found a series before it was doomed and commit to
 // it later: removing it then would lose that commit. So this first waits
 // for every appender that entered before the series were doomed; one that
 // entered later and takes a doomed series makes it live again (see
 // takeForAppend), and one that finds it gone looks its labels up anew.
-func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
+// Once the series are out of the maps, it waits for the appenders again,
+// as those that entered meanwhile may hold one, and retires them: their
+// memory is freed once no reader may hold them either (retireSeries).
+func (h *Head) removeSeries(doomed []*memSeries) int {
 	h.appenderGens.waitForOlder()
 	removed := doomed[:0]
 	for _, s := range doomed {
@@ -116,21 +118,23 @@ func (h *Head) removeSeries(doomed []*memSeries) []*memSeries {
 		s.mu.Unlock()
 	}
 	if len(removed) == 0 {
-		return nil
+		return 0
 	}
 	refs := make([]storage.SeriesRef, len(removed))
 	lsets := make([]labels.Labels, len(removed))
-	syms := make([]symIDs, len(removed))
 	var b labels.ScratchBuilder
 	for i, s := range removed {
-		refs[i], syms[i] = s.ref, s.syms
+		refs[i] = s.ref
 		lsets[i] = h.series.symbols.labels(s.syms.ids(), &b)
 		h.series.remove(s, lsets[i].Hash())
 	}
 	h.index.Delete(refs, lsets)
-	h.retireSymbols(syms)
 	h.stats.series.Add(-int64(len(removed)))
-	return removed
+	// An appender that found a series before it left the maps may still
+	// lock it, to find it gone.
+	h.appenderGens.waitForOlder()
+	h.retireSeries(removed)
+	return len(removed)
 }
 
 // takeForAppend makes a doomed series live again for an appender that is
@@ -196,7 +200,8 @@ type chunkDropper struct {
 	// retired collects the bytes of the chunks dropped, and of the old
 	// copies of those relink copied, for the caller to retire (see
 	// retireChunks); for an open chunk dropped, its spill region in
-	// arena, or nil if it has none (its memory is the collector's).
+	// arena, or nil if it has none (its memory, a cell, is freed at once:
+	// see freeOpen).
 	retired [][]byte
 	// chunks counts the chunks dropped.
 	chunks int
