@@ -340,6 +340,101 @@ func TestTruncateConcurrent(t *testing.T) {
 	}
 }
 
+// TestTruncateChurn runs appends, queries and truncations at once over
+// series that churn: each lives for one block range, with the range in
+// its labels, so that truncations remove series while others are created
+// in the memory freed. A query must read each series' own samples under
+// its own labels; under -race it also checks that freeing waits for the
+// appenders and readers that may hold a series.
+func TestTruncateChurn(t *testing.T) {
+	h := openRangeHead(t, t.TempDir())
+	defer h.Close()
+	const nseries = 100
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	var appendErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for ts := int64(0); ts < 30*testRange; ts += 50 {
+			app := h.Appender(context.Background())
+			for i := range nseries {
+				lset := labels.FromStrings("__name__", "m", "i", fmt.Sprint(i), "range", fmt.Sprint(ts/testRange))
+				if _, err := app.Append(0, lset, sampleOf(ts, float64(ts))); err != nil {
+					appendErr = err
+					return
+				}
+			}
+			if err := app.Commit(); err != nil {
+				appendErr = err
+				return
+			}
+			// Let truncations and queries in between batches.
+			runtime.Gosched()
+		}
+	}()
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var it promchunkenc.Iterator
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				q, _ := h.Querier(0, 1<<62)
+				ss := q.Select(context.Background(), false, nil, all)
+				for ss.Next() {
+					lset := ss.At().Labels()
+					it = ss.At().Iterator(it)
+					for it.Next() == promchunkenc.ValFloat {
+						if ts, v := it.At(); float64(ts) != v || fmt.Sprint(ts/testRange) != lset.Get("range") {
+							t.Errorf("read (%d, %v) from %s: not a sample written to it", ts, v, lset)
+						}
+					}
+				}
+				q.Close()
+			}
+		}()
+	}
+	removed := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if maxt := h.MaxTime(); maxt > 2*testRange {
+				removed += h.Truncate(rangeStart(maxt, testRange) - testRange).SeriesRemoved
+			}
+		}
+	}()
+	wg.Wait()
+	if appendErr != nil {
+		t.Fatal(appendErr)
+	}
+	// The last two ranges' series remain, with all their samples.
+	removed += h.Truncate(28 * testRange).SeriesRemoved
+	if removed != 28*nseries {
+		t.Errorf("truncations removed %d series, want the %d of the first 28 ranges", removed, 28*nseries)
+	}
+	got := readAll(t, h, 0, 1<<62, all)
+	if len(got) != 2*nseries {
+		t.Errorf("%d series at the end, want %d", len(got), 2*nseries)
+	}
+	for k, s := range got {
+		if len(s) != testRange/50 {
+			t.Errorf("%s: %d samples, want %d", k, len(s), testRange/50)
+		}
+	}
+}
+
 // TestTruncateKeepsSeriesOfOpenAppender checks that a series left empty by
 // a truncation is not removed while an appender that took it before is
 // still to commit to it.
