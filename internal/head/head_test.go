@@ -309,9 +309,8 @@ func TestMaxSeries(t *testing.T) {
 	}
 }
 
-// TestSeriesSize checks the size a series takes in its slab: at a million
-// series each 8 bytes more is 8 MB, and past 112 a page holds fewer than
-// 36 of them.
+// TestSeriesSize checks the size a series takes in its cell (see
+// Head.newSeries): at a million series each 8 bytes more is 8 MB.
 func TestSeriesSize(t *testing.T) {
 	if got := unsafe.Sizeof(memSeries{}); got > 112 {
 		t.Errorf("a series is %d bytes, want at most 112", got)

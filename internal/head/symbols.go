@@ -81,7 +81,7 @@ func (t *symbolTable) intern(lset labels.Labels) symIDs {
 // symIDs is a series' label ids (see intern) as memSeries keeps them: a
 // pointer to their length, a uvarint, which the ids follow. It takes 8
 // bytes in the series where a string took 16: with a string, a series of
-// 112 bytes would take 120, 34 to a slab's page rather than 36.
+// 112 bytes would take 120.
 type symIDs struct{ p *byte }
 
 // newSymIDs returns a copy of ids as a symIDs, in a cell of cells.

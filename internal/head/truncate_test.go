@@ -264,75 +264,17 @@ func TestTruncateConcurrent(t *testing.T) {
 	h := openRangeHead(t, t.TempDir())
 	defer h.Close()
 	const nseries = 200
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	var appendErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(done)
-		for ts := int64(0); ts < 20*testRange; ts += 50 {
-			app := h.Appender(context.Background())
-			for i := range nseries {
-				// Some series stop early, so that truncation removes them.
-				if i%4 == 0 && ts > 5*testRange {
-					continue
-				}
-				lset := labels.FromStrings("__name__", "m", "i", fmt.Sprint(i))
-				if _, err := app.Append(0, lset, sampleOf(ts, float64(ts))); err != nil {
-					appendErr = err
-					return
-				}
+	concurrently(t, h, func(ts int64) []labels.Labels {
+		var lsets []labels.Labels
+		for i := range nseries {
+			// Some series stop early, so that truncation removes them.
+			if i%4 == 0 && ts > 5*testRange {
+				continue
 			}
-			if err := app.Commit(); err != nil {
-				appendErr = err
-				return
-			}
+			lsets = append(lsets, labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)))
 		}
-	}()
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var it promchunkenc.Iterator
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				q, _ := h.Querier(0, 1<<62)
-				ss := q.Select(context.Background(), false, nil, all)
-				for ss.Next() {
-					it = ss.At().Iterator(it)
-					for it.Next() == promchunkenc.ValFloat {
-						if ts, v := it.At(); float64(ts) != v {
-							t.Errorf("read (%d, %v): not a written sample", ts, v)
-						}
-					}
-				}
-				q.Close()
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if maxt := h.MaxTime(); maxt > 2*testRange {
-				h.Truncate(rangeStart(maxt, testRange) - testRange)
-			}
-		}
-	}()
-	wg.Wait()
-	if appendErr != nil {
-		t.Fatal(appendErr)
-	}
+		return lsets
+	}, 20*testRange, func(labels.Labels, int64) bool { return true })
 	// Every series still has its newest samples.
 	got := readAll(t, h, 0, 1<<62, all)
 	if len(got) != nseries*3/4 {
@@ -350,6 +292,36 @@ func TestTruncateChurn(t *testing.T) {
 	h := openRangeHead(t, t.TempDir())
 	defer h.Close()
 	const nseries = 100
+	removed := concurrently(t, h, func(ts int64) []labels.Labels {
+		lsets := make([]labels.Labels, nseries)
+		for i := range lsets {
+			lsets[i] = labels.FromStrings("__name__", "m", "i", fmt.Sprint(i), "range", fmt.Sprint(ts/testRange))
+		}
+		return lsets
+	}, 30*testRange, func(lset labels.Labels, ts int64) bool { return fmt.Sprint(ts/testRange) == lset.Get("range") })
+	// The last two ranges' series remain, with all their samples.
+	removed += h.Truncate(28 * testRange).SeriesRemoved
+	if removed != 28*nseries {
+		t.Errorf("truncations removed %d series, want the %d of the first 28 ranges", removed, 28*nseries)
+	}
+	got := readAll(t, h, 0, 1<<62, all)
+	if len(got) != 2*nseries {
+		t.Errorf("%d series at the end, want %d", len(got), 2*nseries)
+	}
+	for k, s := range got {
+		if len(s) != testRange/50 {
+			t.Errorf("%s: %d samples, want %d", k, len(s), testRange/50)
+		}
+	}
+}
+
+// concurrently appends a sample (ts, ts) to each series seriesAt(ts)
+// gives, every 50 ms of [0, end), a batch each, while two goroutines
+// query every series in a loop and another truncates all but the last
+// block range. Each sample read must have v == t and satisfy ok with its
+// series' labels. It returns the series the truncations removed.
+func concurrently(t *testing.T, h *Head, seriesAt func(ts int64) []labels.Labels, end int64, ok func(lset labels.Labels, ts int64) bool) int {
+	t.Helper()
 	var wg sync.WaitGroup
 	done := make(chan struct{})
 	var appendErr error
@@ -357,10 +329,9 @@ func TestTruncateChurn(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		defer close(done)
-		for ts := int64(0); ts < 30*testRange; ts += 50 {
+		for ts := int64(0); ts < end; ts += 50 {
 			app := h.Appender(context.Background())
-			for i := range nseries {
-				lset := labels.FromStrings("__name__", "m", "i", fmt.Sprint(i), "range", fmt.Sprint(ts/testRange))
+			for _, lset := range seriesAt(ts) {
 				if _, err := app.Append(0, lset, sampleOf(ts, float64(ts))); err != nil {
 					appendErr = err
 					return
@@ -391,7 +362,7 @@ func TestTruncateChurn(t *testing.T) {
 					lset := ss.At().Labels()
 					it = ss.At().Iterator(it)
 					for it.Next() == promchunkenc.ValFloat {
-						if ts, v := it.At(); float64(ts) != v || fmt.Sprint(ts/testRange) != lset.Get("range") {
+						if ts, v := it.At(); float64(ts) != v || !ok(lset, ts) {
 							t.Errorf("read (%d, %v) from %s: not a sample written to it", ts, v, lset)
 						}
 					}
@@ -419,20 +390,7 @@ func TestTruncateChurn(t *testing.T) {
 	if appendErr != nil {
 		t.Fatal(appendErr)
 	}
-	// The last two ranges' series remain, with all their samples.
-	removed += h.Truncate(28 * testRange).SeriesRemoved
-	if removed != 28*nseries {
-		t.Errorf("truncations removed %d series, want the %d of the first 28 ranges", removed, 28*nseries)
-	}
-	got := readAll(t, h, 0, 1<<62, all)
-	if len(got) != 2*nseries {
-		t.Errorf("%d series at the end, want %d", len(got), 2*nseries)
-	}
-	for k, s := range got {
-		if len(s) != testRange/50 {
-			t.Errorf("%s: %d samples, want %d", k, len(s), testRange/50)
-		}
-	}
+	return removed
 }
 
 // TestTruncateKeepsSeriesOfOpenAppender checks that a series left empty by

@@ -1,13 +1,15 @@
 // Package slab hands out values of one type from arrays of a few KiB, so
 // that values made one after another lie one after another in memory.
 //
-// The receivers create a fleet's series in the order its requests name
+// The receivers create a fleet's streams in the order its requests name
 // them and then append to them in that same order, request after request.
 // Allocated one by one, the structs a sample touches were scattered among
 // whatever else was allocated meanwhile, and at 100k series each sample
 // waited on a cache miss for each of them; from a slab they are read in
-// address order, which the processor's prefetcher follows. The cost: a
-// slab stays in memory while any of its values is referenced.
+// address order, which the processor's prefetcher follows. (The head's
+// series come from cells handed out in address order for the same
+// reason.) The cost: a slab stays in memory while any of its values is
+// referenced.
 package slab
 
 import (
