@@ -9,8 +9,8 @@ import (
 )
 
 // cellPool hands out small pieces of memory, cells, that the head frees
-// itself, from spans taken from the system (mapBlock) outside the Go
-// heap: the series themselves and their open chunks' memory
+// itself, from spans taken from the system (mapBlock; the Go heap under
+// the race detector, see spanMemory) outside the Go heap: the series themselves and their open chunks' memory
 // (chunkArena.cells), and their label ids (symbolTable.cells).
 //
 // That memory lives as long as its series. On the Go heap it counted
@@ -116,7 +116,7 @@ func (p *cellPool) alloc(n int) []byte {
 // newSpan takes a span of cells of size bytes, mem bytes in all, from
 // the system. mu must be held.
 func (p *cellPool) newSpan(size, mem int) *cellSpan {
-	b := mapBlock(mem)[:mem]
+	b := spanMemory(mem)[:mem]
 	sp := &cellSpan{mem: b, base: uintptr(unsafe.Pointer(unsafe.SliceData(b))), size: size}
 	i, _ := slices.BinarySearchFunc(p.spans, sp.base, func(s *cellSpan, base uintptr) int {
 		return cmp.Compare(s.base, base)
