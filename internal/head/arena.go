@@ -56,13 +56,14 @@ const chunkFileBlock = 16 << 20
 // and a block holds chunks closed at about the same time, so blocks empty
 // out whole.
 //
-// The memory of open chunks, which changes with each sample, is cells
-// (see cellPool), freed one by one.
+// The series and their open chunks' memory, which changes with each
+// sample, are cells (see cellPool), freed one by one.
 //
 // All fields but cells are guarded by mu.
 type chunkArena struct {
 	mu sync.Mutex
-	// cells hold the newest bytes of open XOR chunks.
+	// cells hold the series and the newest bytes of their open XOR
+	// chunks.
 	cells cellPool
 	// dir is where file blocks are created, "" for anonymous memory. It
 	// is cleared when a file cannot be created or written, so that a full
@@ -229,12 +230,7 @@ func (a *chunkArena) newBlock() {
 }
 
 // insert adds blk to blocks. mu must be held.
-func (a *chunkArena) insert(blk *arenaBlock) {
-	i, _ := slices.BinarySearchFunc(a.blocks, blk.base, func(b *arenaBlock, base uintptr) int {
-		return cmp.Compare(b.base, base)
-	})
-	a.blocks = slices.Insert(a.blocks, i, blk)
-}
+func (a *chunkArena) insert(blk *arenaBlock) { a.blocks = insertRegion(a.blocks, blk) }
 
 // disableFiles makes new blocks anonymous memory after err, the first
 // failure to create or write a file block. mu must be held.
@@ -462,16 +458,47 @@ func (a *chunkArena) fileOf(data []byte) (*blockFile, int) {
 // blockOf returns the block holding address p, nil if none does. mu must
 // be held.
 func (a *chunkArena) blockOf(p uintptr) *arenaBlock {
-	i, found := slices.BinarySearchFunc(a.blocks, p, func(b *arenaBlock, p uintptr) int {
-		return cmp.Compare(b.base, p)
-	})
-	if !found {
-		i--
-	}
-	if i < 0 || p >= a.blocks[i].base+uintptr(cap(a.blocks[i].mem)) {
+	i := regionOf(a.blocks, p)
+	if i < 0 {
 		return nil
 	}
 	return a.blocks[i]
+}
+
+func (b *arenaBlock) bounds() (uintptr, int) { return b.base, cap(b.mem) }
+
+// region is memory taken from the system whose start and size are known:
+// an arena block or a span of cells, kept in lists by address.
+type region interface {
+	bounds() (base uintptr, size int)
+}
+
+// insertRegion adds r to list, sorted by address, and returns it.
+func insertRegion[T region](list []T, r T) []T {
+	base, _ := r.bounds()
+	i, _ := slices.BinarySearchFunc(list, base, compareBase[T])
+	return slices.Insert(list, i, r)
+}
+
+// regionOf returns the index in list, sorted by address, of the region
+// holding address p, -1 if none does.
+func regionOf[T region](list []T, p uintptr) int {
+	i, found := slices.BinarySearchFunc(list, p, compareBase[T])
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return -1
+	}
+	if base, size := list[i].bounds(); p >= base+uintptr(size) {
+		return -1
+	}
+	return i
+}
+
+func compareBase[T region](r T, p uintptr) int {
+	base, _ := r.bounds()
+	return cmp.Compare(base, p)
 }
 
 // close frees every block and cell. Nobody may read a chunk of the arena

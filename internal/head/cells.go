@@ -1,7 +1,6 @@
 package head
 
 import (
-	"cmp"
 	"encoding/binary"
 	"slices"
 	"sync"
@@ -9,9 +8,10 @@ import (
 )
 
 // cellPool hands out small pieces of memory, cells, that the head frees
-// itself, from spans taken from the system (mapBlock; the Go heap under
-// the race detector, see spanMemory) outside the Go heap: the series themselves and their open chunks' memory
-// (chunkArena.cells), and their label ids (symbolTable.cells).
+// itself, from spans taken from the system outside the Go heap
+// (mapBlock; under the race detector from the heap, see spanMemory):
+// the series themselves and their open chunks' memory (chunkArena.cells),
+// and their label ids (symbolTable.cells).
 //
 // That memory lives as long as its series. On the Go heap it counted
 // more than once: the collector lets the heap grow by GOGC's share of
@@ -50,7 +50,7 @@ const (
 	// whole words, and sizes in between cost a fraction of a word.
 	cellAlign = 8
 	// cellSpanSize is the memory a span of cells of one size takes
-	// from the system: a few hundred spans at a million series.
+	// from the system: some three thousand spans at a million series.
 	cellSpanSize = 64 << 10
 	// maxCell is the largest cell that shares a span: the open chunk
 	// of a series whose samples take 20 bytes each, before it spills.
@@ -118,28 +118,12 @@ func (p *cellPool) alloc(n int) []byte {
 func (p *cellPool) newSpan(size, mem int) *cellSpan {
 	b := spanMemory(mem)[:mem]
 	sp := &cellSpan{mem: b, base: uintptr(unsafe.Pointer(unsafe.SliceData(b))), size: size}
-	i, _ := slices.BinarySearchFunc(p.spans, sp.base, func(s *cellSpan, base uintptr) int {
-		return cmp.Compare(s.base, base)
-	})
-	p.spans = slices.Insert(p.spans, i, sp)
+	p.spans = insertRegion(p.spans, sp)
 	p.mapped += int64(mem)
 	return sp
 }
 
-// spanOf returns the index in spans of the span holding addr, -1 if none
-// does. mu must be held.
-func (p *cellPool) spanOf(addr uintptr) int {
-	i, found := slices.BinarySearchFunc(p.spans, addr, func(s *cellSpan, addr uintptr) int {
-		return cmp.Compare(s.base, addr)
-	})
-	if !found {
-		i--
-	}
-	if i < 0 || addr >= p.spans[i].base+uintptr(len(p.spans[i].mem)) {
-		return -1
-	}
-	return i
-}
+func (sp *cellSpan) bounds() (uintptr, int) { return sp.base, len(sp.mem) }
 
 // hold keeps v, a heap object the cell at c points to, alive until the
 // cell is freed: the collector does not read cells. Memory that is not a
@@ -149,7 +133,7 @@ func (p *cellPool) hold(c unsafe.Pointer, v any) {
 	addr := uintptr(c)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i := p.spanOf(addr)
+	i := regionOf(p.spans, addr)
 	if i < 0 {
 		return
 	}
@@ -166,7 +150,7 @@ func (p *cellPool) free(c *byte) {
 	addr := uintptr(unsafe.Pointer(c))
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i := p.spanOf(addr)
+	i := regionOf(p.spans, addr)
 	if i < 0 {
 		panic("head: freeing memory that is not a cell")
 	}
