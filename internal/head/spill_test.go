@@ -213,6 +213,9 @@ func TestSpillSkipsShortParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
+	// spillReplayed, started by Open, spills any open chunk it finds,
+	// whether replay or an appender filled it.
+	h.background.Wait()
 	constant, noisy := labels.FromStrings("__name__", "constant"), labels.FromStrings("__name__", "noisy")
 	rng := rand.New(rand.NewPCG(1, 2))
 	n := opts.ChunkSamples / 2
