@@ -240,8 +240,7 @@ func (a *appender) series(ref storage.SeriesRef, lset labels.Labels) (*memSeries
 	if limit := h.opts.MaxSeries; limit > 0 && h.stats.series.Load() >= int64(limit) {
 		return nil, fmt.Errorf("%w: %s would be series %d, the limit is %d", storage.ErrSeriesLimit, lset, limit+1, limit)
 	}
-	s, _ := h.getOrCreate(hash, lset, 0)
-	return s, nil
+	return h.getOrCreate(hash, lset, 0)
 }
 
 // checkLast is appendable for a sample of a.last, checked against that
@@ -410,7 +409,7 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, dense: &a.dense, spillBuf: a.spillBuf}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, series: &h.series.cells, dense: &a.dense, spillBuf: a.spillBuf}
 	var appended, dropped uint64
 	for i := range a.parts() {
 		n, d := a.batches[i].apply(m)
@@ -427,7 +426,7 @@ func (a *appender) Commit() error {
 	for i, e := range a.starts {
 		s := a.startSeries[i]
 		s.mu.Lock()
-		s.setStart(e.T, e.ST, &h.arena.cells)
+		s.setStart(e.T, e.ST, &h.series.cells)
 		s.mu.Unlock()
 	}
 	if appended > 0 {

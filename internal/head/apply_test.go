@@ -48,7 +48,7 @@ func TestSeriesApply(t *testing.T) {
 		{"float after histograms", 60, 4, nil, nil, true, nil},
 	}
 	s := newMemSeries(1, labels.FromStrings("__name__", "m"))
-	m := &chunkMem{samples: 120, arena: &chunkArena{}}
+	m := &chunkMem{samples: 120, arena: &chunkArena{}, series: new(cellPool)}
 	for _, st := range steps {
 		var (
 			ok  bool

@@ -2,16 +2,18 @@ package head
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
 // cellPool hands out small pieces of memory, cells, that the head frees
 // itself, from spans taken from the system outside the Go heap
 // (mapBlock; under the race detector from the heap, see spanMemory):
-// the series themselves and their open chunks' memory (chunkArena.cells),
-// and their label ids (symbolTable.cells).
+// the series themselves (stripeSeries.cells), their open chunks' memory
+// (chunkArena.cells), and their label ids (symbolTable.cells).
 //
 // That memory lives as long as its series. On the Go heap it counted
 // more than once: the collector lets the heap grow by GOGC's share of
@@ -43,6 +45,13 @@ type cellPool struct {
 	// live counts the cells handed out and not freed.
 	mapped int64
 	live   int
+	// numbered says whether the pool names its cells by number (see
+	// allocNumbered). bases are then the spans' memory by span number,
+	// read without mu, 0 never used; freeNumbers are the numbers of
+	// spans returned to the system, for new spans to take.
+	numbered    bool
+	bases       atomic.Pointer[[]unsafe.Pointer]
+	freeNumbers []uint32
 }
 
 const (
@@ -55,6 +64,17 @@ const (
 	// maxCell is the largest cell that shares a span: the open chunk
 	// of a series whose samples take 20 bytes each, before it spills.
 	maxCell = 4 << 10
+)
+
+// A numbered pool's cell has a number that names it in 32 bits, where a
+// pointer takes 64: its span's number, and its offset in the span in
+// units of cellAlign in the low cellOffsetBits. The head's tables name
+// the series by number: 12 bytes a series at a million series, a tenth
+// of the process' memory for them (see stripeSeries). A pool has at most
+// maxSpanNumber spans, 32 GiB: some 300 million series.
+const (
+	cellOffsetBits = 13 // cellSpanSize / cellAlign = 1<<cellOffsetBits
+	maxSpanNumber  = 1<<(32-cellOffsetBits) - 1
 )
 
 // cellSpan is memory cut into cells of one size.
@@ -75,27 +95,76 @@ type cellSpan struct {
 	// held are the heap objects the cells point to, by cell (see hold),
 	// nil until one does.
 	held []any
+	// number is the span's number in a numbered pool, else 0.
+	number uint32
 }
 
 // alloc returns a zeroed cell of n bytes, n > 0, with capacity n.
 func (p *cellPool) alloc(n int) []byte {
-	size := (n + cellAlign - 1) &^ (cellAlign - 1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.live++
+	b, _, _ := p.take(n)
+	return b
+}
+
+// errTooManySpans is allocNumbered's error once the pool has
+// maxSpanNumber spans and none with room.
+var errTooManySpans = fmt.Errorf("head: more than %d spans of %d KiB of cells", maxSpanNumber, cellSpanSize>>10)
+
+// allocNumbered returns a zeroed cell of n bytes, n at most maxCell, of a
+// numbered pool, and its number (see cell).
+func (p *cellPool) allocNumbered(n int) (unsafe.Pointer, uint32, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, sp, off := p.take(n)
+	if b == nil {
+		return nil, 0, errTooManySpans
+	}
+	return unsafe.Pointer(unsafe.SliceData(b)), sp.number<<cellOffsetBits | uint32(off/cellAlign), nil
+}
+
+// cell returns the cell of a numbered pool with number num, which must
+// not have been freed. It takes no lock: whoever got num from
+// allocNumbered, or from another goroutine after it, may call it.
+func (p *cellPool) cell(num uint32) unsafe.Pointer {
+	return unsafe.Add((*p.bases.Load())[num>>cellOffsetBits], int(num&(1<<cellOffsetBits-1))*cellAlign)
+}
+
+// numberOf returns the number of the cell at c of a numbered pool.
+func (p *cellPool) numberOf(c unsafe.Pointer) uint32 {
+	addr := uintptr(c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := regionOf(p.spans, addr)
+	if i < 0 {
+		panic("head: numbering memory that is not a cell")
+	}
+	return p.spans[i].number<<cellOffsetBits | uint32(addr-p.spans[i].base)/cellAlign
+}
+
+// take hands out a zeroed cell of n bytes, returning it with its span and
+// offset; nil if the pool is numbered and has maxSpanNumber spans, none
+// with room. mu must be held.
+func (p *cellPool) take(n int) (cell []byte, sp *cellSpan, off int) {
+	size := (n + cellAlign - 1) &^ (cellAlign - 1)
 	if size > maxCell {
-		sp := p.newSpan(size, size)
+		if sp = p.newSpan(size, size); sp == nil {
+			return nil, nil, 0
+		}
+		p.live++
 		sp.used, sp.next = 1, size
-		return sp.mem[:n:n]
+		return sp.mem[:n:n], sp, 0
 	}
 	class := &p.partial[size/cellAlign-1]
 	if len(*class) == 0 {
-		sp := p.newSpan(size, cellSpanSize)
+		if sp = p.newSpan(size, cellSpanSize); sp == nil {
+			return nil, nil, 0
+		}
 		sp.partial = true
 		*class = append(*class, sp)
 	}
-	sp := (*class)[len(*class)-1]
-	var off int
+	p.live++
+	sp = (*class)[len(*class)-1]
 	if sp.free != 0 {
 		off = int(sp.free - 1)
 		sp.free = binary.LittleEndian.Uint32(sp.mem[off:])
@@ -108,19 +177,66 @@ func (p *cellPool) alloc(n int) []byte {
 		*class = (*class)[:len(*class)-1]
 		sp.partial = false
 	}
-	cell := sp.mem[off : off+n : off+n]
+	cell = sp.mem[off : off+n : off+n]
 	clear(cell)
-	return cell
+	return cell, sp, off
 }
 
 // newSpan takes a span of cells of size bytes, mem bytes in all, from
-// the system. mu must be held.
+// the system, and numbers it in a numbered pool: nil if the pool has
+// maxSpanNumber spans. mu must be held.
 func (p *cellPool) newSpan(size, mem int) *cellSpan {
+	var number uint32
+	if p.numbered {
+		if number = p.takeNumber(); number == 0 {
+			return nil
+		}
+	}
 	b := spanMemory(mem)[:mem]
-	sp := &cellSpan{mem: b, base: uintptr(unsafe.Pointer(unsafe.SliceData(b))), size: size}
+	base := unsafe.Pointer(unsafe.SliceData(b))
+	sp := &cellSpan{mem: b, base: uintptr(base), size: size, number: number}
 	p.spans = insertRegion(p.spans, sp)
 	p.mapped += int64(mem)
+	if number != 0 {
+		p.setBase(number, base)
+	}
 	return sp
+}
+
+// takeNumber returns a span number no span has, 0 if there is none left.
+// mu must be held.
+func (p *cellPool) takeNumber() uint32 {
+	if n := len(p.freeNumbers); n > 0 {
+		number := p.freeNumbers[n-1]
+		p.freeNumbers = p.freeNumbers[:n-1]
+		return number
+	}
+	var n int
+	if b := p.bases.Load(); b != nil {
+		n = len(*b)
+	}
+	if n > maxSpanNumber {
+		return 0
+	}
+	return uint32(max(n, 1))
+}
+
+// setBase records base as the memory of the span with number, nil when
+// the span is returned. The list grows by a copy, so that cell, reading
+// it without mu, finds every span that was in it when it loaded it.
+// mu must be held.
+func (p *cellPool) setBase(number uint32, base unsafe.Pointer) {
+	var b []unsafe.Pointer
+	if old := p.bases.Load(); old != nil {
+		b = *old
+	}
+	if int(number) >= len(b) {
+		grown := make([]unsafe.Pointer, int(number)+1, max(2*len(b), int(number)+1))
+		copy(grown, b)
+		b = grown
+		p.bases.Store(&b)
+	}
+	b[number] = base
 }
 
 func (sp *cellSpan) bounds() (uintptr, int) { return sp.base, len(sp.mem) }
@@ -167,6 +283,10 @@ func (p *cellPool) free(c *byte) {
 	if sp.size > maxCell || (sp.used == 0 && p.spare(sp)) {
 		p.spans = slices.Delete(p.spans, i, i+1)
 		p.mapped -= int64(len(sp.mem))
+		if sp.number != 0 {
+			p.setBase(sp.number, nil)
+			p.freeNumbers = append(p.freeNumbers, sp.number)
+		}
 		unmapBlock(sp.mem)
 		return
 	}
@@ -210,4 +330,6 @@ func (p *cellPool) close() {
 		unmapBlock(sp.mem)
 	}
 	p.partial, p.spans, p.mapped, p.live = [maxCell / cellAlign][]*cellSpan{}, nil, 0, 0
+	p.bases.Store(nil)
+	p.freeNumbers = nil
 }

@@ -3,6 +3,7 @@ package head
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -84,6 +85,71 @@ func TestCellPool(t *testing.T) {
 	}
 	if mapped != int64(len(p.spans))*cellSpanSize {
 		t.Fatalf("pool counts %d bytes, holds %d spans", mapped, len(p.spans))
+	}
+}
+
+// TestCellPoolNumbers allocates and frees numbered cells of the series'
+// size in random order, through spans taken and returned, and checks
+// that each live cell is found by its number and its number by its
+// address, that no two live cells share a number, and that a returned
+// span's number goes to the next span taken.
+func TestCellPoolNumbers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := cellPool{numbered: true}
+	defer p.close()
+	size := int(unsafe.Sizeof(memSeries{}))
+	live := map[uint32]unsafe.Pointer{}
+	check := func() {
+		t.Helper()
+		for num, c := range live {
+			if got := p.cell(num); got != c {
+				t.Fatalf("cell(%#x) = %p, want %p", num, got, c)
+			}
+			if got := p.numberOf(c); got != num {
+				t.Fatalf("numberOf(%p) = %#x, want %#x", c, got, num)
+			}
+		}
+	}
+	for round := range 3 {
+		for range 5000 {
+			c, num, err := p.allocNumbered(size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, dup := live[num]; dup || num>>cellOffsetBits == 0 {
+				t.Fatalf("round %d: number %#x handed out twice, or in span 0", round, num)
+			}
+			live[num] = c
+		}
+		check()
+		for num, c := range live {
+			if rng.IntN(10) < 9 {
+				p.free((*byte)(c))
+				delete(live, num)
+			}
+		}
+		check()
+	}
+	spans := map[uint32]bool{}
+	for _, sp := range p.spans {
+		spans[sp.number] = true
+	}
+	if n := len(*p.bases.Load()) - 1; n != len(spans)+len(p.freeNumbers) {
+		t.Errorf("%d span numbers for %d spans and %d numbers returned", n, len(spans), len(p.freeNumbers))
+	}
+	// Once every number is taken, a cell that needs a new span is
+	// refused; one in a span with room is not.
+	full := make([]unsafe.Pointer, maxSpanNumber+1)
+	copy(full, *p.bases.Load())
+	p.bases.Store(&full)
+	p.freeNumbers = nil
+	for n := 0; ; n++ {
+		if _, _, err := p.allocNumbered(size); err != nil {
+			if !errors.Is(err, errTooManySpans) || n == 0 {
+				t.Fatalf("allocNumbered with every span number taken, after %d cells: %v", n, err)
+			}
+			break
+		}
 	}
 }
 

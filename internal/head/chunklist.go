@@ -179,7 +179,7 @@ func relink(a *chunkArena, rd *chunkCopier, chunks []headChunk, prev *byte, buf 
 // spilled meanwhile, and moves the chunks' memory, grown during replay,
 // back to its first allocation.
 func (h *Head) spillReplayed() {
-	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, series: &h.series.cells}
 	if m.samples < minSpillSamples {
 		return
 	}

@@ -87,7 +87,7 @@ func TestTrailer(t *testing.T) {
 // cut it first.
 func TestChunkSpanCut(t *testing.T) {
 	s := newMemSeries(1, labels.FromStrings("__name__", "m"))
-	m := &chunkMem{samples: 120, arena: &chunkArena{}}
+	m := &chunkMem{samples: 120, arena: &chunkArena{}, series: new(cellPool)}
 	ts := []int64{0, maxChunkSpan, maxChunkSpan + 1, 3 * maxChunkSpan}
 	for i, t0 := range ts {
 		if _, err := s.applyFloat(t0, float64(i), m); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -17,12 +18,15 @@ import (
 // no empty slot between.
 func TestSeriesStripe(t *testing.T) {
 	syms := newSymbolTable()
+	cells := cellPool{numbered: true}
+	defer cells.close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 600
 	type entry struct {
 		lset labels.Labels
 		hash uint64
 		s    *memSeries
+		num  uint32
 	}
 	entries := make([]entry, n)
 	for i := range entries {
@@ -36,16 +40,20 @@ func TestSeriesStripe(t *testing.T) {
 		case 2: // the same top bits, so the same home at any size
 			hash = entries[i-2].hash&^0xffff | rng.Uint64()&0xffff
 		}
-		s := &memSeries{}
+		p, num, err := cells.allocNumbered(int(unsafe.Sizeof(memSeries{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := (*memSeries)(p)
 		s.init(0, syms.intern(lset))
-		entries[i] = entry{lset, hash, s}
+		entries[i] = entry{lset, hash, s, num}
 	}
 	var st seriesStripe
 	present := map[int]bool{}
 	check := func(step string) {
 		t.Helper()
 		for i, e := range entries {
-			got := st.get(e.hash, e.lset, syms)
+			got := st.get(e.hash, e.lset, syms, &cells)
 			if present[i] && got != e.s {
 				t.Fatalf("%s: series %d not found", step, i)
 			}
@@ -60,12 +68,12 @@ func TestSeriesStripe(t *testing.T) {
 			t.Fatalf("%s: %d series in %d slots", step, st.used, len(st.slots))
 		}
 		for j, sl := range st.slots {
-			if sl.s == nil {
+			if sl.num == 0 {
 				continue
 			}
-			for k := st.home(sl.hash); k != j; k = st.next(k) {
-				if st.slots[k].s == nil {
-					t.Fatalf("%s: empty slot %d between slot %d and its home %d", step, k, j, st.home(sl.hash))
+			for k := st.home(sl.tag); k != j; k = st.next(k) {
+				if st.slots[k].num == 0 {
+					t.Fatalf("%s: empty slot %d between slot %d and its home %d", step, k, j, st.home(sl.tag))
 				}
 			}
 		}
@@ -76,10 +84,10 @@ func TestSeriesStripe(t *testing.T) {
 			i := rng.IntN(n)
 			switch {
 			case !present[i] && len(present) < target:
-				st.set(entries[i].hash, entries[i].s)
+				st.set(entries[i].hash, entries[i].num)
 				present[i] = true
 			case present[i] && len(present) > target:
-				st.del(entries[i].hash, entries[i].s)
+				st.del(entries[i].hash, entries[i].num)
 				delete(present, i)
 			default:
 				continue
@@ -105,17 +113,18 @@ func BenchmarkGetByHash(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000} {
 		b.Run(fmt.Sprintf("series=%d", n), func(b *testing.B) {
 			s := newStripeSeries(DefaultOptions().Stripes)
+			defer s.cells.close()
 			lsets := make([]labels.Labels, n)
 			hashes := make([]uint64, n)
 			for i := range lsets {
 				lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%200), "cpu", fmt.Sprint(i%16),
 					"instance", fmt.Sprintf("10.%d.%d.%d:9100", i/65536, i/256%256, i%256), "job", "node")
 				hashes[i] = lsets[i].Hash()
-				s.getOrSet(hashes[i], lsets[i], func() *memSeries {
-					ms := &memSeries{}
+				if _, _, err := s.getOrSet(hashes[i], lsets[i], func(ms *memSeries) {
 					ms.init(storage.SeriesRef(i+1), s.symbols.intern(lsets[i]))
-					return ms
-				})
+				}); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {

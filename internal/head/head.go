@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -281,6 +280,7 @@ func (h *Head) Close() error {
 // system. Nobody may read a chunk or a series' labels after.
 func (h *Head) freeMemory() {
 	h.arena.close()
+	h.series.cells.close()
 	h.series.symbols.cells.close()
 }
 
@@ -308,6 +308,7 @@ func (h *Head) maybeCheckpoint() {
 func (h *Head) Stats() Stats {
 	chunkBytes, fileBytes := h.arena.bytes()
 	openBytes, _ := h.arena.cells.bytes()
+	seriesBytes, _ := h.series.cells.bytes()
 	idBytes, _ := h.series.symbols.cells.bytes()
 	st := Stats{
 		Series:          h.stats.series.Load(),
@@ -322,7 +323,7 @@ func (h *Head) Stats() Stats {
 		Chunks:          h.arena.liveChunks(),
 		ChunkBytes:      chunkBytes,
 		ChunkFileBytes:  fileBytes,
-		SeriesMemBytes:  openBytes + idBytes,
+		SeriesMemBytes:  seriesBytes + openBytes + idBytes,
 	}
 	if mint, maxt := h.MinTime(), h.MaxTime(); mint <= maxt {
 		st.MinTime, st.MaxTime = mint, maxt
@@ -331,35 +332,28 @@ func (h *Head) Stats() Stats {
 }
 
 // getOrCreate returns the series with labels lset, creating it if needed.
-// A new series gets the next ref, or ref if it is not 0 (replay).
-func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRef) (*memSeries, bool) {
+// A new series gets the next ref, or ref if it is not 0 (replay). It
+// fails only if the head has no room for another series (see
+// cellPool.allocNumbered).
+func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRef) (*memSeries, error) {
 	if ref == 0 {
 		h.creating.Lock()
 		defer h.creating.Unlock()
 	}
-	s, created := h.series.getOrSet(hash, lset, func() *memSeries {
+	s, created, err := h.series.getOrSet(hash, lset, func(s *memSeries) {
 		if ref == 0 {
 			ref = storage.SeriesRef(h.lastRef.Add(1))
 		}
-		s := h.newSeries()
 		s.init(ref, h.series.symbols.intern(lset))
-		return s
 	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", storage.ErrSeriesLimit, lset, err)
+	}
 	if created {
 		h.index.Add(s.ref, func(f func(labels.Label)) { h.series.symbols.rangeLabels(s.syms.ids(), f) })
 		h.stats.series.Add(1)
 	}
-	return s, created
-}
-
-// newSeries returns a new zero series in a cell of the arena's, off the
-// Go heap (see cellPool). Cells of one size are handed out in address
-// order: the series a fleet's requests create one after another lie one
-// after another, as the receivers then append to them, which the
-// processor's prefetcher follows. Truncate frees removed series (see
-// retireSeries).
-func (h *Head) newSeries() *memSeries {
-	return (*memSeries)(unsafe.Pointer(unsafe.SliceData(h.arena.cells.alloc(int(unsafe.Sizeof(memSeries{}))))))
+	return s, nil
 }
 
 // seriesLabels returns the labels of the series with ref.

@@ -112,7 +112,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (bool, error) {
 			m.retired = append(m.retired, region)
 		}
 		s.freeOpen(&m.arena.cells)
-		s.setOpen(tmp.open, tmp.openHist(), &m.arena.cells)
+		s.setOpen(tmp.open, tmp.openHist(), &m.arena.cells, m.series)
 		// tmp's newest sample is the series': only the open chunk's
 		// start may have moved.
 		s.xor, s.openSpan = tmp.xor, tmp.openSpan

@@ -24,7 +24,7 @@ func TestInsertRandom(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		const chunkSamples, blockRange = 5, 100
 		arena := &chunkArena{}
-		m := &chunkMem{samples: chunkSamples, blockRange: blockRange, arena: arena}
+		m := &chunkMem{samples: chunkSamples, blockRange: blockRange, arena: arena, series: new(cellPool)}
 		s := newMemSeries(1, labels.FromStrings("__name__", "m"))
 		want := map[int64]lateSample{}
 		for range 300 {

@@ -162,7 +162,7 @@ func (h *Head) freeSeries(series []*memSeries) {
 	}
 	h.series.symbols.release(syms)
 	for _, s := range series {
-		h.arena.cells.free((*byte)(unsafe.Pointer(s)))
+		h.series.cells.free((*byte)(unsafe.Pointer(s)))
 	}
 }
 

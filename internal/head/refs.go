@@ -8,7 +8,8 @@ import (
 	"github.com/strata-db/strata/internal/storage"
 )
 
-// refTable finds a series by its ref without taking a lock: every sample
+// refTable finds a series' number (see stripeSeries) by its ref without
+// taking a lock: every sample
 // a receiver appends to a known series, and every series a query's
 // postings name, is looked up here.
 //
@@ -20,7 +21,7 @@ import (
 // hashed by ref, which this replaced, missed the cache on one lookup in
 // four at 100k series: 6.5% of the OTLP receiver's CPU.) A page is
 // allocated when a series of its refs is added and freed when the last
-// of them is removed, so the table costs 8 bytes per ref between the
+// of them is removed, so the table costs 4 bytes per ref between the
 // first and last live series' pages, and the directory 8 bytes per page
 // from the lowest live ref to the highest ref added.
 //
@@ -34,10 +35,11 @@ type refTable struct {
 
 const (
 	refPageBits = 9
-	refPageSize = 1 << refPageBits // refs per page: 4 KiB of pointers
+	refPageSize = 1 << refPageBits // refs per page: 2 KiB of numbers
 )
 
-type refPage [refPageSize]atomic.Pointer[memSeries]
+// refPage holds the numbers of its refs' series, 0 for none.
+type refPage [refPageSize]atomic.Uint32
 
 // refDir is the table's directory: pages[i] holds the refs of page
 // number base+i (a ref's page number is ref>>refPageBits), nil if none
@@ -54,25 +56,26 @@ func newRefTable() *refTable {
 	return t
 }
 
-// get returns the series of ref, or nil.
-func (t *refTable) get(ref storage.SeriesRef) *memSeries {
+// get returns the number of the series of ref, 0 if there is none.
+func (t *refTable) get(ref storage.SeriesRef) uint32 {
 	d := t.dir.Load()
 	i := uint64(ref)>>refPageBits - d.base // wraps if below base
 	if i >= uint64(len(d.pages)) {
-		return nil
+		return 0
 	}
 	if p := d.pages[i].Load(); p != nil {
 		return p[ref&(refPageSize-1)].Load()
 	}
-	return nil
+	return 0
 }
 
-// add puts s in the table under its ref, which is not in it.
-func (t *refTable) add(s *memSeries) {
+// add puts the series numbered num in the table under its ref, which is
+// not in it.
+func (t *refTable) add(ref storage.SeriesRef, num uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d := t.dir.Load()
-	pn := uint64(s.ref) >> refPageBits
+	pn := uint64(ref) >> refPageBits
 	if pn-d.base >= uint64(len(d.pages)) {
 		d = t.grow(d, pn)
 	}
@@ -82,7 +85,7 @@ func (t *refTable) add(s *memSeries) {
 		p = new(refPage)
 		d.pages[i].Store(p)
 	}
-	p[s.ref&(refPageSize-1)].Store(s)
+	p[ref&(refPageSize-1)].Store(num)
 	d.live[i]++
 }
 
@@ -109,29 +112,31 @@ func (t *refTable) grow(d *refDir, pn uint64) *refDir {
 	return nd
 }
 
-// remove takes s out of the table, if it is there.
-func (t *refTable) remove(s *memSeries) {
+// remove takes the series numbered num out of the table, if it is there
+// under ref.
+func (t *refTable) remove(ref storage.SeriesRef, num uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d := t.dir.Load()
-	i := uint64(s.ref)>>refPageBits - d.base
+	i := uint64(ref)>>refPageBits - d.base
 	if i >= uint64(len(d.pages)) {
 		return
 	}
 	p := d.pages[i].Load()
-	if p == nil || p[s.ref&(refPageSize-1)].Load() != s {
+	if p == nil || p[ref&(refPageSize-1)].Load() != num {
 		return
 	}
-	p[s.ref&(refPageSize-1)].Store(nil)
+	p[ref&(refPageSize-1)].Store(0)
 	if d.live[i]--; d.live[i] == 0 {
 		d.pages[i].Store(nil)
 	}
 }
 
-// all yields the series in the table in the order of their refs. Series
-// added or removed meanwhile may or may not be yielded.
-func (t *refTable) all() iter.Seq[*memSeries] {
-	return func(yield func(*memSeries) bool) {
+// all yields the numbers of the series in the table in the order of
+// their refs. Series added or removed meanwhile may or may not be
+// yielded.
+func (t *refTable) all() iter.Seq[uint32] {
+	return func(yield func(uint32) bool) {
 		d := t.dir.Load()
 		for i := range d.pages {
 			p := d.pages[i].Load()
@@ -139,7 +144,7 @@ func (t *refTable) all() iter.Seq[*memSeries] {
 				continue
 			}
 			for j := range p {
-				if s := p[j].Load(); s != nil && !yield(s) {
+				if num := p[j].Load(); num != 0 && !yield(num) {
 					return
 				}
 			}

@@ -129,7 +129,9 @@ func (l *loader) apply(rec []byte) error {
 			return err
 		}
 		for _, rs := range l.series {
-			l.createSeries(rs.Ref, rs)
+			if _, err := l.createSeries(rs.Ref, rs); err != nil {
+				return err
+			}
 		}
 	case record.Samples:
 		if l.samples, err = l.dec.Samples(rec, l.samples[:0]); err != nil {
@@ -151,7 +153,10 @@ func (l *loader) apply(rec []byte) error {
 			return err
 		}
 		for _, cs := range l.chunkSeries {
-			s := l.createSeries(cs.Ref, record.RefSeries{Ref: cs.Ref, Labels: cs.Labels})
+			s, err := l.createSeries(cs.Ref, record.RefSeries{Ref: cs.Ref, Labels: cs.Labels})
+			if err != nil {
+				return err
+			}
 			if err := l.restoreChunks(s, cs); err != nil {
 				return err
 			}
@@ -174,7 +179,7 @@ func (l *loader) apply(rec []byte) error {
 			// workers may still be applying.
 			if s := l.h.series.getByRef(e.Ref); s != nil {
 				s.mu.Lock()
-				s.setStart(e.T, e.ST, &l.h.arena.cells)
+				s.setStart(e.T, e.ST, &l.h.series.cells)
 				s.mu.Unlock()
 			}
 		}
@@ -210,9 +215,12 @@ func (l *loader) apply(rec []byte) error {
 
 // createSeries adds a series from a record, noting an alias if its labels
 // already have another ref.
-func (l *loader) createSeries(ref storage.SeriesRef, rs record.RefSeries) *memSeries {
+func (l *loader) createSeries(ref storage.SeriesRef, rs record.RefSeries) (*memSeries, error) {
 	h := l.h
-	s, _ := h.getOrCreate(rs.Labels.Hash(), rs.Labels, ref)
+	s, err := h.getOrCreate(rs.Labels.Hash(), rs.Labels, ref)
+	if err != nil {
+		return nil, err
+	}
 	if s.ref != ref {
 		l.aliases[ref] = s.ref
 	}
@@ -222,7 +230,7 @@ func (l *loader) createSeries(ref storage.SeriesRef, rs record.RefSeries) *memSe
 	if uint64(ref) > h.lastRef.Load() {
 		h.lastRef.Store(uint64(ref))
 	}
-	return s
+	return s, nil
 }
 
 // restoreChunks gives a series the chunks of its checkpoint entry. All of
@@ -341,7 +349,7 @@ func (l *loader) finish() (appended, unknown, rejected uint64) {
 
 func (w *replayWorker) run() {
 	// Open chunks spill once replay is done (spillReplayed).
-	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: w.h.arena, noSpill: true}
+	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: w.h.arena, series: &w.h.series.cells, noSpill: true}
 	for b := range w.in {
 		for _, rs := range b.floats {
 			if s := w.series(rs.Ref); s != nil {

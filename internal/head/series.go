@@ -22,7 +22,7 @@ import (
 // A million series take 112 MB: they are the largest part of the head's
 // memory, so small fields are packed into the words of larger ones (see
 // state and openSpan). The head's series are cells (see cellPool and
-// Head.newSeries), which the collector does not read: the only heap
+// stripeSeries.getOrSet), which the collector does not read: the only heap
 // object a series points to, extra, is held for it (cellPool.hold).
 type memSeries struct {
 	ref storage.SeriesRef
@@ -95,6 +95,8 @@ type chunkMem struct {
 	samples    int
 	blockRange int64
 	arena      *chunkArena
+	// series is the pool of the series' own memory (see addExtra).
+	series *cellPool
 	// rangeLo and rangeHi are the block range rangeEnd found last: the
 	// series of a batch mostly share one, and a lookup within it saves
 	// two divisions per sample.
@@ -268,14 +270,15 @@ func (s *memSeries) hasOpenSamples() bool {
 
 // setOpen makes the open chunk an empty one of encoding enc, hist if that
 // is a histogram encoding, and lets go of the other kind's memory, an XOR
-// chunk's to cells. mu must be held.
-func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk, cells *cellPool) {
+// chunk's to chunks. series is the pool of the series' own memory (see
+// addExtra). mu must be held.
+func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk, chunks, series *cellPool) {
 	s.open = enc
 	if enc != chunkenc.EncXOR {
-		s.freeOpen(cells)
+		s.freeOpen(chunks)
 	}
 	if hist != nil && s.extra == nil {
-		s.addExtra(cells)
+		s.addExtra(series)
 	}
 	if s.extra != nil {
 		s.extra.hist = hist
@@ -338,7 +341,7 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 	switch {
 	case s.open != chunkenc.EncXOR:
 		s.closeOpen(m)
-		s.setOpen(chunkenc.EncXOR, nil, &m.arena.cells)
+		s.setOpen(chunkenc.EncXOR, nil, &m.arena.cells, m.series)
 		first = true
 	case s.xor.NumSamples() >= m.samples || m.crossesRange(s.headMint(), t) || t-s.headMint() > maxChunkSpan:
 		s.cut(m)
@@ -672,48 +675,83 @@ func (s *memSeries) chunksIn(dst []chunkenc.Meta, mint, maxt int64, rd *chunkCop
 // appenders creating different series rarely share a lock: a series is in
 // stripe hash&mask, guarded by its lock. symbols holds the series' label
 // strings.
+//
+// The series are cells of cells, which the tables name by their numbers
+// (see cellPool.allocNumbered): 4 bytes where a pointer takes 8, in the
+// hash table's slots with 4 bytes of the hash where it took 8.
 type stripeSeries struct {
 	mask    uint64
 	stripes []seriesStripe
 	refs    *refTable
 	symbols *symbolTable
+	cells   cellPool
 }
 
 func newStripeSeries(stripes int) *stripeSeries {
-	return &stripeSeries{
+	s := &stripeSeries{
 		mask:    uint64(stripes - 1),
 		stripes: make([]seriesStripe, stripes),
 		refs:    newRefTable(),
 		symbols: newSymbolTable(),
 	}
+	s.cells.numbered = true
+	return s
 }
 
-func (s *stripeSeries) getByRef(ref storage.SeriesRef) *memSeries { return s.refs.get(ref) }
+// seriesAt returns the series numbered num in cells.
+func seriesAt(cells *cellPool, num uint32) *memSeries { return (*memSeries)(cells.cell(num)) }
+
+func (s *stripeSeries) getByRef(ref storage.SeriesRef) *memSeries {
+	if num := s.refs.get(ref); num != 0 {
+		return seriesAt(&s.cells, num)
+	}
+	return nil
+}
 
 func (s *stripeSeries) getByHash(hash uint64, lset labels.Labels) *memSeries {
 	st := &s.stripes[hash&s.mask]
 	st.RLock()
-	ms := st.get(hash, lset, s.symbols)
+	ms := st.get(hash, lset, s.symbols, &s.cells)
 	st.RUnlock()
 	return ms
 }
 
-// getOrSet returns the series with lset's labels, adding the one made by
-// create if there is none. created tells which happened.
-func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, create func() *memSeries) (ms *memSeries, created bool) {
+// getOrSet returns the series with lset's labels, adding a new zero one,
+// made ready by init, if there is none. created tells which happened. It
+// fails only if cells has no room for another series.
+//
+// Cells of one size are handed out in address order: the series a
+// fleet's requests create one after another lie one after another, as
+// the receivers then append to them, which the processor's prefetcher
+// follows. Truncate frees removed series (see retireSeries).
+func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, init func(*memSeries)) (ms *memSeries, created bool, err error) {
 	st := &s.stripes[hash&s.mask]
 	st.Lock()
-	if ms = st.get(hash, lset, s.symbols); ms != nil {
+	if ms = st.get(hash, lset, s.symbols, &s.cells); ms != nil {
 		st.Unlock()
-		return ms, false
+		return ms, false, nil
 	}
-	ms = create()
-	st.set(hash, ms)
+	p, num, err := s.cells.allocNumbered(int(unsafe.Sizeof(memSeries{})))
+	if err != nil {
+		st.Unlock()
+		return nil, false, err
+	}
+	ms = (*memSeries)(p)
+	init(ms)
+	st.set(hash, num)
 	st.Unlock()
-	s.refs.add(ms)
-	return ms, true
+	s.refs.add(ms.ref, num)
+	return ms, true, nil
 }
 
 // all yields every series, in the order of their refs. Series created or
 // removed meanwhile may or may not be yielded.
-func (s *stripeSeries) all() iter.Seq[*memSeries] { return s.refs.all() }
+func (s *stripeSeries) all() iter.Seq[*memSeries] {
+	return func(yield func(*memSeries) bool) {
+		for num := range s.refs.all() {
+			if !yield(seriesAt(&s.cells, num)) {
+				return
+			}
+		}
+	}
+}

@@ -89,7 +89,7 @@ func (s *memSeries) appendHistogram(t int64, h *histogram.Histogram, m *chunkMem
 	case !ok:
 		s.closeOpen(m)
 		c = chunkenc.NewHistogramChunk()
-		s.setOpen(chunkenc.EncHistogram, c, &m.arena.cells)
+		s.setOpen(chunkenc.EncHistogram, c, &m.arena.cells, m.series)
 		first = true
 	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint(), t) || t-s.headMint() > maxChunkSpan:
 		s.cut(m)
@@ -119,7 +119,7 @@ func (s *memSeries) appendFloatHistogram(t int64, fh *histogram.FloatHistogram, 
 	case !ok:
 		s.closeOpen(m)
 		c = chunkenc.NewFloatHistogramChunk()
-		s.setOpen(chunkenc.EncFloatHistogram, c, &m.arena.cells)
+		s.setOpen(chunkenc.EncFloatHistogram, c, &m.arena.cells, m.series)
 		first = true
 	case c.NumSamples() >= m.samples || len(c.Bytes()) >= histChunkMaxBytes || m.crossesRange(s.headMint(), t) || t-s.headMint() > maxChunkSpan:
 		s.cut(m)

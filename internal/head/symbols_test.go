@@ -184,9 +184,9 @@ func TestTruncateRetiresLabels(t *testing.T) {
 	if got := h.series.symbols.len(); got != 5 {
 		t.Errorf("%d pairs while the reader runs, want 5", got)
 	}
-	_, during := h.arena.cells.bytes()
+	_, during := h.series.cells.bytes()
 	h.releaseReader(reader)
-	if _, after := h.arena.cells.bytes(); during-after != 1 {
+	if _, after := h.series.cells.bytes(); during-after != 1 {
 		t.Errorf("%d cells freed after the reader is done, want 1, the series removed", during-after)
 	}
 	if got := h.series.symbols.len(); got != 3 {
@@ -233,6 +233,7 @@ func TestSortedSeries(t *testing.T) {
 	for _, distinct := range []int{3, 5000} {
 		t.Run(fmt.Sprintf("values=%d", distinct), func(t *testing.T) {
 			s := newStripeSeries(16)
+			defer s.cells.close()
 			rng := rand.New(rand.NewPCG(7, uint64(distinct)))
 			names := []string{"__name__", "a", "ab", "b", "job", "le", "zone", "z\xff", "zz"}
 			seen := map[string]bool{}
@@ -255,8 +256,11 @@ func TestSortedSeries(t *testing.T) {
 				}
 				seen[ls.String()] = true
 				want = append(want, ls)
-				ms := &memSeries{ref: storage.SeriesRef(len(want)), syms: s.symbols.intern(ls)}
-				s.getOrSet(ls.Hash(), ls, func() *memSeries { return ms })
+				if _, _, err := s.getOrSet(ls.Hash(), ls, func(ms *memSeries) {
+					ms.init(storage.SeriesRef(len(want)), s.symbols.intern(ls))
+				}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			slices.SortFunc(want, labels.Compare)
 			var b labels.ScratchBuilder

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/strata-db/strata/internal/chunkenc"
@@ -252,7 +253,7 @@ func (d *chunkDropper) truncate(s *memSeries) int64 {
 		s.last, s.nChunks = last, uint32(len(kept))
 	}
 	if s.hasOpenSamples() && s.headMint() >= d.lo && s.maxt <= d.hi {
-		s.setOpen(0, nil, &d.rd.arena.cells)
+		s.setOpen(0, nil, &d.rd.arena.cells, nil)
 		d.retired = append(d.retired, s.dropSpill(d.rd.arena))
 		d.chunks++
 	}
@@ -290,10 +291,11 @@ func (st *startTimes) truncate(mint int64) {
 
 // remove takes a series, whose labels hash to hash, out of both tables.
 func (s *stripeSeries) remove(ms *memSeries, hash uint64) {
+	num := s.cells.numberOf(unsafe.Pointer(ms))
 	st := &s.stripes[hash&s.mask]
 	st.Lock()
-	st.del(hash, ms)
+	st.del(hash, num)
 	st.Unlock()
 
-	s.refs.remove(ms)
+	s.refs.remove(ms.ref, num)
 }

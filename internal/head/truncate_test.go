@@ -96,8 +96,11 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("%d series after truncate, want 1", n)
 	}
 	// The series removed and the open chunks dropped free their memory.
-	if _, n := h.arena.cells.bytes(); n != 2 {
-		t.Errorf("%d cells after truncate, want 2: live and its open chunk", n)
+	if _, n := h.series.cells.bytes(); n != 1 {
+		t.Errorf("%d series cells after truncate, want 1: live", n)
+	}
+	if _, n := h.arena.cells.bytes(); n != 1 {
+		t.Errorf("%d chunk cells after truncate, want 1: live's open chunk", n)
 	}
 	got := readAll(t, h, 0, 10000, all)
 	if len(got) != 1 || len(got[live.String()]) != 20 || got[live.String()][0].t != 2000 {
