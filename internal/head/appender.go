@@ -359,7 +359,7 @@ func (a *appender) Commit() error {
 		logged := s.logged()
 		s.mu.Unlock()
 		if !logged {
-			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.series.symbols.labels(s.syms.ids(), &a.logLabels)})
+			a.logSeries = append(a.logSeries, record.RefSeries{Ref: s.ref, Labels: h.series.symbols.labels(h.series.symbols.idsOf(s.syms), &a.logLabels)})
 		}
 	}
 	if len(a.logSeries) > 0 {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -47,7 +46,7 @@ func TestSeriesApply(t *testing.T) {
 		{"late float at a histogram's time", 45, 1, nil, nil, false, storage.ErrDuplicateSampleForTimestamp},
 		{"float after histograms", 60, 4, nil, nil, true, nil},
 	}
-	s := newMemSeries(1, labels.FromStrings("__name__", "m"))
+	s := newMemSeries(1)
 	m := &chunkMem{samples: 120, arena: &chunkArena{}, series: new(cellPool)}
 	for _, st := range steps {
 		var (
@@ -68,8 +67,10 @@ func TestSeriesApply(t *testing.T) {
 	}
 }
 
-func newMemSeries(ref storage.SeriesRef, lset labels.Labels) *memSeries {
+// newMemSeries returns a series on the Go heap, outside any head, without
+// labels.
+func newMemSeries(ref storage.SeriesRef) *memSeries {
 	s := &memSeries{}
-	s.init(ref, newSymbolTable().intern(lset))
+	s.init(ref, symIDs{})
 	return s
 }

@@ -152,7 +152,7 @@ func (h *Head) writeCheckpoint(dir string) (written, recordBytes int64, err erro
 			w.Close()
 			return 0, 0, err
 		}
-		h.series.symbols.overwriteLabels(s.syms.ids(), &lb, &cs.Labels)
+		h.series.symbols.overwriteLabels(h.series.symbols.idsOf(s.syms), &lb, &cs.Labels)
 		chunks = cs.Chunks
 		densifier.Join(cs.Chunks, h.opts.BlockRange, keep) // keep never fails
 		cs.Chunks = joined

@@ -5,8 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/prometheus/prometheus/model/labels"
-
 	"github.com/strata-db/strata/internal/chunkenc"
 )
 
@@ -86,7 +84,7 @@ func TestTrailer(t *testing.T) {
 // list entry can hold, for floats and histograms, with no block range to
 // cut it first.
 func TestChunkSpanCut(t *testing.T) {
-	s := newMemSeries(1, labels.FromStrings("__name__", "m"))
+	s := newMemSeries(1)
 	m := &chunkMem{samples: 120, arena: &chunkArena{}, series: new(cellPool)}
 	ts := []int64{0, maxChunkSpan, maxChunkSpan + 1, 3 * maxChunkSpan}
 	for i, t0 := range ts {

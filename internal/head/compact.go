@@ -37,7 +37,7 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 		if len(chunks) == 0 {
 			continue
 		}
-		if err := fn(symbols.labels(s.syms.ids(), &lb), chunks, starts); err != nil {
+		if err := fn(symbols.labels(symbols.idsOf(s.syms), &lb), chunks, starts); err != nil {
 			return err
 		}
 		copier.reset()
@@ -71,7 +71,7 @@ func (s *stripeSeries) sorted(n int) []sortedSeries {
 	width := max(1, bits.Len32(uint32(len(ranks))))
 	perKey := 64 / width
 	for k := range all {
-		ids := all[k].s.syms.ids()
+		ids := s.symbols.idsOf(all[k].s.syms)
 		var key uint64
 		pairs := 0
 		for i := 0; i < len(ids) && pairs < perKey; pairs++ {
@@ -87,7 +87,7 @@ func (s *stripeSeries) sorted(n int) []sortedSeries {
 		if a.key != b.key {
 			return cmp.Compare(a.key, b.key)
 		}
-		return compareRanks(ranks, a.s.syms.ids(), b.s.syms.ids())
+		return compareRanks(ranks, s.symbols.idsOf(a.s.syms), s.symbols.idsOf(b.s.syms))
 	})
 	return all
 }

@@ -70,7 +70,7 @@ func (t *seriesStripe) get(hash uint64, lset labels.Labels, syms *symbolTable, c
 			return nil
 		}
 		if sl.tag == tag {
-			if s := seriesAt(cells, sl.num); syms.equal(s.syms.ids(), lset) {
+			if s := seriesAt(cells, sl.num); syms.equal(syms.idsOf(s.syms), lset) {
 				return s
 			}
 		}

@@ -45,7 +45,7 @@ func TestSeriesStripe(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := (*memSeries)(p)
-		s.init(0, syms.intern(lset))
+		s.init(0, mustIntern(t, syms, lset))
 		entries[i] = entry{lset, hash, s, num}
 	}
 	var st seriesStripe
@@ -120,8 +120,9 @@ func BenchmarkGetByHash(b *testing.B) {
 				lsets[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%200), "cpu", fmt.Sprint(i%16),
 					"instance", fmt.Sprintf("10.%d.%d.%d:9100", i/65536, i/256%256, i%256), "job", "node")
 				hashes[i] = lsets[i].Hash()
-				if _, _, err := s.getOrSet(hashes[i], lsets[i], func(ms *memSeries) {
-					ms.init(storage.SeriesRef(i+1), s.symbols.intern(lsets[i]))
+				if _, _, err := s.getOrSet(hashes[i], lsets[i], func(ms *memSeries) error {
+					ms.init(storage.SeriesRef(i+1), mustIntern(b, s.symbols, lsets[i]))
+					return nil
 				}); err != nil {
 					b.Fatal(err)
 				}

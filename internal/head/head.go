@@ -333,24 +333,29 @@ func (h *Head) Stats() Stats {
 
 // getOrCreate returns the series with labels lset, creating it if needed.
 // A new series gets the next ref, or ref if it is not 0 (replay). It
-// fails only if the head has no room for another series (see
-// cellPool.allocNumbered).
+// fails only if the head has no room for another series or its label ids
+// (see cellPool.allocNumbered).
 func (h *Head) getOrCreate(hash uint64, lset labels.Labels, ref storage.SeriesRef) (*memSeries, error) {
 	if ref == 0 {
 		h.creating.Lock()
 		defer h.creating.Unlock()
 	}
-	s, created, err := h.series.getOrSet(hash, lset, func(s *memSeries) {
+	s, created, err := h.series.getOrSet(hash, lset, func(s *memSeries) error {
+		syms, err := h.series.symbols.intern(lset)
+		if err != nil {
+			return err
+		}
 		if ref == 0 {
 			ref = storage.SeriesRef(h.lastRef.Add(1))
 		}
-		s.init(ref, h.series.symbols.intern(lset))
+		s.init(ref, syms)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", storage.ErrSeriesLimit, lset, err)
 	}
 	if created {
-		h.index.Add(s.ref, func(f func(labels.Label)) { h.series.symbols.rangeLabels(s.syms.ids(), f) })
+		h.index.Add(s.ref, func(f func(labels.Label)) { h.series.symbols.rangeLabels(h.series.symbols.idsOf(s.syms), f) })
 		h.stats.series.Add(1)
 	}
 	return s, nil
@@ -368,7 +373,7 @@ func (h *Head) seriesLabels(ref storage.SeriesRef) (labels.Labels, bool) {
 // which is in the maps.
 func (h *Head) labelsOf(s *memSeries) labels.Labels {
 	// A series has at most one label per byte of its ids.
-	ids := s.syms.ids()
+	ids := h.series.symbols.idsOf(s.syms)
 	b := labels.NewScratchBuilder(len(ids))
 	return h.series.symbols.labels(ids, &b)
 }
@@ -498,7 +503,7 @@ func (h *Head) SeriesLabels() iter.Seq[labels.Labels] {
 		defer h.releaseReader(reader)
 		var b labels.ScratchBuilder
 		for s := range h.series.all() {
-			if !yield(h.series.symbols.labels(s.syms.ids(), &b)) {
+			if !yield(h.series.symbols.labels(h.series.symbols.idsOf(s.syms), &b)) {
 				return
 			}
 		}

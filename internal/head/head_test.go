@@ -310,12 +310,70 @@ func TestMaxSeries(t *testing.T) {
 }
 
 // TestSeriesSize checks the size a series takes in its cell (see
-// Head.newSeries): at a million series each 8 bytes more is 8 MB.
+// stripeSeries.getOrSet): at a million series each 8 bytes more is 8 MB.
 func TestSeriesSize(t *testing.T) {
-	if got := unsafe.Sizeof(memSeries{}); got > 112 {
-		t.Errorf("a series is %d bytes, want at most 112", got)
+	if got := unsafe.Sizeof(memSeries{}); got > 104 {
+		t.Errorf("a series is %d bytes, want at most 104", got)
 	}
 	if got := unsafe.Sizeof(chunkenc.XORAppender{}); got > 32 {
 		t.Errorf("an open XOR chunk is %d bytes, want at most 32", got)
+	}
+}
+
+// TestSeriesCellsFull leaves the pool of label ids, then that of the
+// series, without a span number or a span with room, as at some 300
+// million series, and checks that a new series is then refused with
+// storage.ErrSeriesLimit, leaving no cell or label pair behind, while
+// the series there are take samples.
+func TestSeriesCellsFull(t *testing.T) {
+	h := openTestHead(t, t.TempDir())
+	defer h.Close()
+	old := labels.FromStrings("__name__", "old")
+	app := h.Appender(context.Background())
+	mustAppend(t, app, old, 1, 1)
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []*cellPool{&h.series.symbols.cells, &h.series.cells} {
+		fillNumbers(p)
+		_, seriesCells := h.series.cells.bytes()
+		_, idCells := h.series.symbols.cells.bytes()
+		pairs := h.series.symbols.len()
+		app := h.Appender(context.Background())
+		_, err := app.Append(0, labels.FromStrings("__name__", "new", "job", "j", "pod", "p"), storage.Sample{T: 2, V: 2})
+		if !errors.Is(err, storage.ErrSeriesLimit) {
+			t.Errorf("pool %d full: a new series appended with error %v, want %v", i, err, storage.ErrSeriesLimit)
+		}
+		mustAppend(t, app, old, int64(2+i), 2)
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_, seriesAfter := h.series.cells.bytes()
+		_, idsAfter := h.series.symbols.cells.bytes()
+		if seriesAfter != seriesCells || idsAfter != idCells || h.series.symbols.len() != pairs {
+			t.Errorf("pool %d full: %d series cells, %d id cells and %d pairs after the refusal, want %d, %d and %d",
+				i, seriesAfter, idsAfter, h.series.symbols.len(), seriesCells, idCells, pairs)
+		}
+	}
+	if got := readAll(t, h, 0, 10, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")); len(got) != 1 || len(got[old.String()]) != 3 {
+		t.Errorf("read %v, want old's 3 samples only", got)
+	}
+}
+
+// fillNumbers leaves the numbered pool p without a span number to give
+// and without a span with room, as if it held maxSpanNumber full spans.
+// Spans that have room again once a cell is freed take cells again.
+func fillNumbers(p *cellPool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	full := make([]unsafe.Pointer, maxSpanNumber+1)
+	copy(full, *p.bases.Load())
+	p.bases.Store(&full)
+	p.freeNumbers = nil
+	for i := range p.partial {
+		for _, sp := range p.partial[i] {
+			sp.partial = false
+		}
+		p.partial[i] = nil
 	}
 }

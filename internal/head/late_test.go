@@ -25,7 +25,7 @@ func TestInsertRandom(t *testing.T) {
 		const chunkSamples, blockRange = 5, 100
 		arena := &chunkArena{}
 		m := &chunkMem{samples: chunkSamples, blockRange: blockRange, arena: arena, series: new(cellPool)}
-		s := newMemSeries(1, labels.FromStrings("__name__", "m"))
+		s := newMemSeries(1)
 		want := map[int64]lateSample{}
 		for range 300 {
 			ts := rng.Int64N(400)

@@ -44,7 +44,7 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 	}
 	if sortSeries {
 		symbols := q.head.series.symbols
-		slices.SortFunc(series, func(a, b *memSeries) int { return symbols.compare(a.syms.ids(), b.syms.ids()) })
+		slices.SortFunc(series, func(a, b *memSeries) int { return symbols.compare(symbols.idsOf(a.syms), symbols.idsOf(b.syms)) })
 	}
 	return &seriesSet{ctx: ctx, series: series, symbols: q.head.series.symbols, mint: mint, maxt: maxt, limit: limit}
 }
@@ -72,8 +72,9 @@ func (q *querier) matching(ctx context.Context, ms []*labels.Matcher) ([]*memSer
 }
 
 func (q *querier) matches(s *memSeries, ms []*labels.Matcher) bool {
+	symbols := q.head.series.symbols
 	for _, m := range ms {
-		if !m.Matches(q.head.series.symbols.get(s.syms.ids(), m.Name)) {
+		if !m.Matches(symbols.get(symbols.idsOf(s.syms), m.Name)) {
 			return false
 		}
 	}
@@ -92,11 +93,12 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 		if err != nil {
 			return nil, nil, err
 		}
+		symbols := q.head.series.symbols
 		for _, s := range series {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			if v := q.head.series.symbols.get(s.syms.ids(), name); v != "" {
+			if v := symbols.get(symbols.idsOf(s.syms), name); v != "" {
 				seen[v] = struct{}{}
 			}
 		}
@@ -117,11 +119,12 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 		if err != nil {
 			return nil, nil, err
 		}
+		symbols := q.head.series.symbols
 		for _, s := range series {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			q.head.series.symbols.rangeLabels(s.syms.ids(), func(l labels.Label) { seen[l.Name] = struct{}{} })
+			symbols.rangeLabels(symbols.idsOf(s.syms), func(l labels.Label) { seen[l.Name] = struct{}{} })
 		}
 		names = storage.SortedSet(seen)
 	}
@@ -169,7 +172,7 @@ func (ss *seriesSet) Next() bool {
 		if len(chunks) == 0 {
 			continue
 		}
-		lset := ss.symbols.labels(s.syms.ids(), &ss.labels)
+		lset := ss.symbols.labels(ss.symbols.idsOf(s.syms), &ss.labels)
 		ss.cur = &chunkenc.Series{Lset: lset, Chunks: chunks, Starts: starts, MinT: ss.mint, MaxT: ss.maxt}
 		ss.returned++
 		return true

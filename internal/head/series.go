@@ -19,7 +19,7 @@ import (
 // ref and syms are immutable after creation. Everything else is guarded by
 // mu.
 //
-// A million series take 112 MB: they are the largest part of the head's
+// A million series take 104 MB: they are the largest part of the head's
 // memory, so small fields are packed into the words of larger ones (see
 // state and openSpan). The head's series are cells (see cellPool and
 // stripeSeries.getOrSet), which the collector does not read: the only heap
@@ -29,6 +29,9 @@ type memSeries struct {
 	// syms is the series' labels as ids in the head's symbol table (see
 	// symbolTable.intern).
 	syms symIDs
+	// nChunks is how many closed chunks the series has (see last). It
+	// fills the word with syms.
+	nChunks uint32
 
 	mu sync.Mutex
 	// state is where the series is in its removal by Truncate and
@@ -51,8 +54,7 @@ type memSeries struct {
 	// if there are none: the end of their chain in the arena (see
 	// trailerSize). A closed chunk's bytes never change, so a querier may
 	// keep them without a lock.
-	last    *byte
-	nChunks uint32
+	last *byte
 	// spill is the arena region holding the bytes an open XOR chunk
 	// detached (see spillOpen), nil if it has detached none.
 	spill *byte
@@ -718,13 +720,13 @@ func (s *stripeSeries) getByHash(hash uint64, lset labels.Labels) *memSeries {
 
 // getOrSet returns the series with lset's labels, adding a new zero one,
 // made ready by init, if there is none. created tells which happened. It
-// fails only if cells has no room for another series.
+// fails if cells has no room for another series, or init fails.
 //
 // Cells of one size are handed out in address order: the series a
 // fleet's requests create one after another lie one after another, as
 // the receivers then append to them, which the processor's prefetcher
 // follows. Truncate frees removed series (see retireSeries).
-func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, init func(*memSeries)) (ms *memSeries, created bool, err error) {
+func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, init func(*memSeries) error) (ms *memSeries, created bool, err error) {
 	st := &s.stripes[hash&s.mask]
 	st.Lock()
 	if ms = st.get(hash, lset, s.symbols, &s.cells); ms != nil {
@@ -737,7 +739,11 @@ func (s *stripeSeries) getOrSet(hash uint64, lset labels.Labels, init func(*memS
 		return nil, false, err
 	}
 	ms = (*memSeries)(p)
-	init(ms)
+	if err := init(ms); err != nil {
+		s.cells.free((*byte)(p))
+		st.Unlock()
+		return nil, false, err
+	}
 	st.set(hash, num)
 	st.Unlock()
 	s.refs.add(ms.ref, num)

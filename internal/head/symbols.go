@@ -43,7 +43,8 @@ type symbolTable struct {
 	dir    atomic.Pointer[[]*symbolPage]
 	// cells hold the series' ids (symIDs), off the Go heap as they live
 	// as long as their series, and freed when they are released: about
-	// 16 MB at a million series.
+	// 16 MB at a million series. It is numbered: a series names its ids'
+	// cell by number.
 	cells cellPool
 }
 
@@ -60,13 +61,15 @@ type symbolPage [symbolPageSize]string
 func newSymbolTable() *symbolTable {
 	t := &symbolTable{ids: map[string]uint32{}}
 	t.dir.Store(&[]*symbolPage{})
+	t.cells.numbered = true
 	return t
 }
 
 // intern returns the ids of lset's pairs, each a uvarint, in label
 // order, adding the pairs the table lacks and counting lset as a holder
-// of each.
-func (t *symbolTable) intern(lset labels.Labels) symIDs {
+// of each. It fails only if cells has no room for them (see
+// cellPool.allocNumbered).
+func (t *symbolTable) intern(lset labels.Labels) (symIDs, error) {
 	var ids, pair [128]byte
 	buf := ids[:0]
 	t.mu.Lock()
@@ -75,36 +78,48 @@ func (t *symbolTable) intern(lset labels.Labels) symIDs {
 		buf = binary.AppendUvarint(buf, uint64(id))
 	})
 	t.mu.Unlock()
-	return newSymIDs(buf, &t.cells)
+	syms, err := newSymIDs(buf, &t.cells)
+	if err != nil {
+		t.mu.Lock()
+		t.unhold(string(buf))
+		t.mu.Unlock()
+	}
+	return syms, err
 }
 
-// symIDs is a series' label ids (see intern) as memSeries keeps them: a
-// pointer to their length, a uvarint, which the ids follow. It takes 8
-// bytes in the series where a string took 16: with a string, a series of
-// 112 bytes would take 120.
-type symIDs struct{ p *byte }
+// symIDs is a series' label ids (see intern) as memSeries keeps them: the
+// number of a cell of symbolTable.cells holding their length, a uvarint,
+// which the ids follow, 0 for none. It takes 4 bytes in the series where
+// a pointer took 8 and a string 16.
+type symIDs struct{ num uint32 }
 
-// newSymIDs returns a copy of ids as a symIDs, in a cell of cells.
-func newSymIDs(ids []byte, cells *cellPool) symIDs {
+// newSymIDs returns a copy of ids as a symIDs, in a cell of cells, a
+// numbered pool.
+func newSymIDs(ids []byte, cells *cellPool) (symIDs, error) {
 	var length [binary.MaxVarintLen64]byte
 	n := binary.PutUvarint(length[:], uint64(len(ids)))
-	b := cells.alloc(n + len(ids))
+	p, num, err := cells.allocNumbered(n + len(ids))
+	if err != nil {
+		return symIDs{}, err
+	}
+	b := unsafe.Slice((*byte)(p), n+len(ids))
 	copy(b[copy(b, length[:n]):], ids)
-	return symIDs{unsafe.SliceData(b)}
+	return symIDs{num}, nil
 }
 
-// ids returns the ids, a string sharing their memory: none for the
+// idsOf returns the ids of s, a string sharing their memory: none for the
 // zero symIDs.
-func (s symIDs) ids() string {
-	if s.p == nil {
+func (t *symbolTable) idsOf(s symIDs) string {
+	if s.num == 0 {
 		return ""
 	}
+	p := t.cells.cell(s.num)
 	var n uint64
 	for i := 0; ; i++ {
-		b := *(*byte)(unsafe.Add(unsafe.Pointer(s.p), i))
+		b := *(*byte)(unsafe.Add(p, i))
 		n |= uint64(b&0x7f) << (7 * i)
 		if b < 0x80 {
-			return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(s.p), i+1)), n)
+			return unsafe.String((*byte)(unsafe.Add(p, i+1)), n)
 		}
 	}
 }
@@ -143,21 +158,26 @@ func (t *symbolTable) hold(pair []byte) uint32 {
 func (t *symbolTable) release(syms []symIDs) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pages := *t.dir.Load()
 	for _, s := range syms {
-		ss := s.ids()
-		for i := 0; i < len(ss); {
-			var id uint64
-			id, i = uvarint(ss, i)
-			if t.counts[id]--; t.counts[id] > 0 {
-				continue
-			}
-			slot := &pages[id>>symbolPageBits][id&(symbolPageSize-1)]
-			delete(t.ids, *slot)
-			*slot = ""
-			t.free = append(t.free, uint32(id))
+		t.unhold(t.idsOf(s))
+		t.cells.free((*byte)(t.cells.cell(s.num)))
+	}
+}
+
+// unhold counts one holder less of each of ids, freeing the ids that had
+// no other. mu must be held.
+func (t *symbolTable) unhold(ids string) {
+	pages := *t.dir.Load()
+	for i := 0; i < len(ids); {
+		var id uint64
+		id, i = uvarint(ids, i)
+		if t.counts[id]--; t.counts[id] > 0 {
+			continue
 		}
-		t.cells.free(s.p)
+		slot := &pages[id>>symbolPageBits][id&(symbolPageSize-1)]
+		delete(t.ids, *slot)
+		*slot = ""
+		t.free = append(t.free, uint32(id))
 	}
 }
 

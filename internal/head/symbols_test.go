@@ -47,12 +47,23 @@ func randomLabelSets(n int) []labels.Labels {
 	return out
 }
 
+// mustIntern is st.intern, which fails only when the pool of ids has no
+// room.
+func mustIntern(tb testing.TB, st *symbolTable, lset labels.Labels) symIDs {
+	tb.Helper()
+	syms, err := st.intern(lset)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return syms
+}
+
 func TestSymbolTable(t *testing.T) {
 	lsets := randomLabelSets(500)
 	st := newSymbolTable()
 	syms := make([]string, len(lsets))
 	for i, ls := range lsets {
-		syms[i] = st.intern(ls).ids()
+		syms[i] = st.idsOf(mustIntern(t, st, ls))
 	}
 	if st.len() < 300 {
 		t.Fatalf("%d pairs: the sets should hold more than 300 distinct ones", st.len())
@@ -102,9 +113,9 @@ func TestSymbolTable(t *testing.T) {
 func TestSymbolTableRelease(t *testing.T) {
 	st := newSymbolTable()
 	defer st.cells.close()
-	a := st.intern(labels.FromStrings("__name__", "m", "only", "a"))
-	b := st.intern(labels.FromStrings("__name__", "m", "pod", "b"))
-	b2 := st.intern(labels.FromStrings("__name__", "m", "pod", "b"))
+	a := mustIntern(t, st, labels.FromStrings("__name__", "m", "only", "a"))
+	b := mustIntern(t, st, labels.FromStrings("__name__", "m", "pod", "b"))
+	b2 := mustIntern(t, st, labels.FromStrings("__name__", "m", "pod", "b"))
 	if got := st.len(); got != 3 {
 		t.Fatalf("%d pairs, want 3", got)
 	}
@@ -113,7 +124,7 @@ func TestSymbolTableRelease(t *testing.T) {
 		t.Fatalf("%d pairs after releasing a, want 2 (__name__=m, pod=b)", got)
 	}
 	// The freed id is taken by a new pair.
-	c := st.intern(labels.FromStrings("__name__", "m", "new", "c"))
+	c := mustIntern(t, st, labels.FromStrings("__name__", "m", "new", "c"))
 	if got := st.len(); got != 3 {
 		t.Fatalf("%d pairs, want 3", got)
 	}
@@ -125,7 +136,7 @@ func TestSymbolTableRelease(t *testing.T) {
 		{b, labels.FromStrings("__name__", "m", "pod", "b")},
 		{c, labels.FromStrings("__name__", "m", "new", "c")},
 	} {
-		if got := st.labels(tc.syms.ids(), &lb); !labels.Equal(got, tc.want) {
+		if got := st.labels(st.idsOf(tc.syms), &lb); !labels.Equal(got, tc.want) {
 			t.Errorf("labels %s, want %s", got, tc.want)
 		}
 	}
@@ -207,18 +218,22 @@ func (t *symbolTable) len() int {
 // TestSymIDs checks that a series' ids read back whole, their length
 // prefix one byte or several.
 func TestSymIDs(t *testing.T) {
-	var cells cellPool
-	defer cells.close()
+	st := newSymbolTable()
+	defer st.cells.close()
 	for _, n := range []int{0, 1, 127, 128, 300, 20000} {
 		ids := make([]byte, n)
 		for i := range ids {
 			ids[i] = byte(i*7 + 1)
 		}
-		if got := newSymIDs(ids, &cells).ids(); got != string(ids) {
+		syms, err := newSymIDs(ids, &st.cells)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.idsOf(syms); got != string(ids) {
 			t.Errorf("%d ids read back as %d", n, len(got))
 		}
 	}
-	if got := (symIDs{}).ids(); got != "" {
+	if got := st.idsOf(symIDs{}); got != "" {
 		t.Errorf("the zero symIDs hold %q", got)
 	}
 }
@@ -256,8 +271,9 @@ func TestSortedSeries(t *testing.T) {
 				}
 				seen[ls.String()] = true
 				want = append(want, ls)
-				if _, _, err := s.getOrSet(ls.Hash(), ls, func(ms *memSeries) {
-					ms.init(storage.SeriesRef(len(want)), s.symbols.intern(ls))
+				if _, _, err := s.getOrSet(ls.Hash(), ls, func(ms *memSeries) error {
+					ms.init(storage.SeriesRef(len(want)), mustIntern(t, s.symbols, ls))
+					return nil
 				}); err != nil {
 					t.Fatal(err)
 				}
@@ -265,7 +281,7 @@ func TestSortedSeries(t *testing.T) {
 			slices.SortFunc(want, labels.Compare)
 			var b labels.ScratchBuilder
 			for i, ss := range s.sorted(len(want) / 2) {
-				if got := s.symbols.labels(ss.s.syms.ids(), &b); !labels.Equal(got, want[i]) {
+				if got := s.symbols.labels(s.symbols.idsOf(ss.s.syms), &b); !labels.Equal(got, want[i]) {
 					t.Fatalf("series %d: %s, want %s", i, got, want[i])
 				}
 			}

@@ -126,7 +126,7 @@ func (h *Head) removeSeries(doomed []*memSeries) int {
 	var b labels.ScratchBuilder
 	for i, s := range removed {
 		refs[i] = s.ref
-		lsets[i] = h.series.symbols.labels(s.syms.ids(), &b)
+		lsets[i] = h.series.symbols.labels(h.series.symbols.idsOf(s.syms), &b)
 		h.series.remove(s, lsets[i].Hash())
 	}
 	h.index.Delete(refs, lsets)

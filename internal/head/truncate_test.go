@@ -462,7 +462,7 @@ func TestTruncateChain(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer arena.close()
-			s := newMemSeries(1, labels.FromStrings("__name__", "m"))
+			s := newMemSeries(1)
 			var buf []byte
 			for i := range int64(7) {
 				var p *byte
