@@ -222,21 +222,25 @@ func (p *cellPool) takeNumber() uint32 {
 }
 
 // setBase records base as the memory of the span with number, nil when
-// the span is returned. The list grows by a copy, so that cell, reading
-// it without mu, finds every span that was in it when it loaded it.
-// mu must be held.
+// the span is returned. The list is lengthened into its capacity, or
+// copied to grow it, and stored anew: cell, reading it without mu, finds
+// every span that was in the list it loaded. mu must be held.
 func (p *cellPool) setBase(number uint32, base unsafe.Pointer) {
 	var b []unsafe.Pointer
 	if old := p.bases.Load(); old != nil {
 		b = *old
 	}
-	if int(number) >= len(b) {
-		grown := make([]unsafe.Pointer, int(number)+1, max(2*len(b), int(number)+1))
-		copy(grown, b)
-		b = grown
-		p.bases.Store(&b)
+	n := int(number) + 1
+	if n <= len(b) {
+		b[number] = base
+		return
 	}
+	if n > cap(b) {
+		b = append(make([]unsafe.Pointer, 0, max(2*cap(b), n, 64)), b...)
+	}
+	b = b[:n]
 	b[number] = base
+	p.bases.Store(&b)
 }
 
 func (sp *cellSpan) bounds() (uintptr, int) { return sp.base, len(sp.mem) }

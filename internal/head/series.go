@@ -678,9 +678,9 @@ func (s *memSeries) chunksIn(dst []chunkenc.Meta, mint, maxt int64, rd *chunkCop
 // stripe hash&mask, guarded by its lock. symbols holds the series' label
 // strings.
 //
-// The series are cells of cells, which the tables name by their numbers
-// (see cellPool.allocNumbered): 4 bytes where a pointer takes 8, in the
-// hash table's slots with 4 bytes of the hash where it took 8.
+// The series live in cells, a numbered pool, and the tables name them by
+// number (see cellPool.allocNumbered): 4 bytes where a pointer takes 8,
+// in the hash table's slots with 4 bytes of the hash where it took 8.
 type stripeSeries struct {
 	mask    uint64
 	stripes []seriesStripe
