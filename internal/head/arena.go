@@ -56,14 +56,14 @@ const chunkFileBlock = 16 << 20
 // and a block holds chunks closed at about the same time, so blocks empty
 // out whole.
 //
-// The series and their open chunks' memory, which changes with each
-// sample, are cells (see cellPool), freed one by one.
+// The open chunks' memory, which changes with each sample, is cells (see
+// cellPool), freed one by one.
 //
 // All fields but cells are guarded by mu.
 type chunkArena struct {
 	mu sync.Mutex
-	// cells hold the series and the newest bytes of their open XOR
-	// chunks.
+	// cells hold the newest bytes of open XOR chunks (the series have
+	// a pool of their own, stripeSeries.cells).
 	cells cellPool
 	// dir is where file blocks are created, "" for anonymous memory. It
 	// is cleared when a file cannot be created or written, so that a full
