@@ -197,3 +197,35 @@ func TestPostingsForMatchersCancelled(t *testing.T) {
 		t.Error("a cancelled query matched a regexp over 1000 values")
 	}
 }
+
+// BenchmarkMemPostingsForMatchers finds the refs of selectors over 100k
+// series created as scraping creates them: a target's 100 series one
+// after another, so the lists of job and instance are runs.
+func BenchmarkMemPostingsForMatchers(b *testing.B) {
+	p := NewMemPostings()
+	for i := range 100_000 {
+		lset := labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%100), "instance", fmt.Sprintf("host-%d:9100", i/100),
+			"job", "node", "mode", []string{"idle", "user", "system"}[i%3])
+		p.Add(storage.SeriesRef(i+1), lset.Range)
+	}
+	for _, tc := range []struct {
+		name string
+		ms   []*labels.Matcher
+	}{
+		{"metric", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "node_metric_7")}},
+		{"metric-job", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "node_metric_7"), labels.MustNewMatcher(labels.MatchEqual, "job", "node")}},
+		{"metric-instances", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "node_metric_7"), labels.MustNewMatcher(labels.MatchRegexp, "instance", "host-1.*")}},
+		{"job-not-mode", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "node"), labels.MustNewMatcher(labels.MatchNotEqual, "mode", "idle")}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				it, err := PostingsForMatchers(context.Background(), p, tc.ms...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for it.Next() {
+				}
+			}
+		})
+	}
+}

@@ -9,16 +9,19 @@ import (
 )
 
 // refList is a postings list of the head's index: sorted series refs,
-// kept as the differences between neighbours in unsigned varints.
+// kept as the differences between neighbours in unsigned varints, with
+// runs of equal differences written once.
 //
 // The head hands out refs one after another and creates the series of a
 // label value close together (an instance's series, a metric's on each
 // instance), so a difference takes one or two bytes where a SeriesRef
-// takes eight. At a million series of a dozen labels, the lists of
-// values many series share are most of the index, and they shrink to a
-// fifth. Most values of a label with a value per series (a pod, an
-// address) have one series: such a list is its ref alone, in the map
-// entry, with no allocation.
+// takes eight, and the lists of the labels a whole target shares (its
+// job, instance, region, cluster) are runs of refs one apart: a run
+// takes a few bytes however long it is. At a million series of eleven
+// labels the differences took 12.1 MB; with runs, 2.4 MB. Most values
+// of a label with a value per series (a pod, an address) have one
+// series: such a list is its ref alone, in the map entry, with no
+// allocation.
 //
 // The zero refList is empty. A list is changed by add, which returns the
 // new list for the caller to store; the bytes a reader took (see
@@ -29,18 +32,31 @@ type refList struct {
 	more *refData
 }
 
-// refData is a refList of more than one ref.
+// refData is a refList of more than one ref. Its bytes are a sequence of
+// entries:
+//
+//   - a nonzero uvarint d: the next ref is the last one plus d, and d
+//     becomes the step;
+//   - a zero byte and a uvarint c: the next c refs are each the step
+//     above the one before.
+//
+// The first difference is from -1, so that no difference is zero. A run
+// still growing is not written: repeat counts its refs, which come after
+// the bytes, and it is written as the list changes step.
 type refData struct {
-	// deltas are the differences, the first from 0.
 	deltas []byte
-	// skips mark every refSkipEvery-th ref and where the difference
-	// after it starts, for Seek.
+	// skips mark where an entry that is a difference starts, and the ref
+	// before it, every refSkipBytes bytes or so, for Seek.
 	skips []refSkip
-	last  storage.SeriesRef
-	n     int
 	// pending are refs added out of order to an unsorted index (replay),
 	// merged in by sorted.
 	pending []storage.SeriesRef
+	last    storage.SeriesRef
+	step    storage.SeriesRef
+	// n is the number of refs, repeat the refs of the unwritten run. A
+	// list holds at most one ref per series, and the head has fewer than
+	// 2^32 series (see cellPool.allocNumbered).
+	n, repeat uint32
 }
 
 type refSkip struct {
@@ -48,15 +64,16 @@ type refSkip struct {
 	off int
 }
 
-// refSkipEvery is how many refs lie between skips: a Seek decodes at
-// most this many, and skips cost 16 bytes per that many refs.
-const refSkipEvery = 64
+// refSkipBytes is how many bytes of entries lie between skips, at
+// least: a Seek decodes at most about this many entries, and skips cost
+// 16 bytes per that many bytes.
+const refSkipBytes = 64
 
 // len returns the number of refs, counting pending ones.
 func (l refList) len() int {
 	switch {
 	case l.more != nil:
-		return l.more.n + len(l.more.pending)
+		return int(l.more.n) + len(l.more.pending)
 	case l.one != 0:
 		return 1
 	}
@@ -97,12 +114,41 @@ func (l refList) add(ref storage.SeriesRef, unsorted bool) refList {
 
 // append adds ref, which is above every ref of d.
 func (d *refData) append(ref storage.SeriesRef) {
-	d.deltas = binary.AppendUvarint(d.deltas, uint64(ref-d.last))
+	diff := ref - d.last
+	if d.n == 0 {
+		diff = ref + 1
+	}
 	d.last = ref
 	d.n++
-	if d.n%refSkipEvery == 0 {
-		d.skips = append(d.skips, refSkip{ref: ref, off: len(d.deltas)})
+	if diff == d.step {
+		d.repeat++
+		return
 	}
+	d.writeRun()
+	lastSkip := 0
+	if len(d.skips) > 0 {
+		lastSkip = d.skips[len(d.skips)-1].off
+	}
+	if len(d.deltas)-lastSkip >= refSkipBytes {
+		d.skips = append(d.skips, refSkip{ref: ref - diff, off: len(d.deltas)})
+	}
+	d.deltas = binary.AppendUvarint(d.deltas, uint64(diff))
+	d.step = diff
+}
+
+// writeRun writes the unwritten run: as its one difference, or as a
+// count.
+func (d *refData) writeRun() {
+	switch d.repeat {
+	case 0:
+		return
+	case 1:
+		d.deltas = binary.AppendUvarint(d.deltas, uint64(d.step))
+	default:
+		d.deltas = append(d.deltas, 0)
+		d.deltas = binary.AppendUvarint(d.deltas, uint64(d.repeat))
+	}
+	d.repeat = 0
 }
 
 // newRefList returns the list of refs, which are sorted and distinct.
@@ -113,10 +159,13 @@ func newRefList(refs []storage.SeriesRef) refList {
 	case 1:
 		return refList{one: refs[0] + 1}
 	}
-	d := &refData{deltas: make([]byte, 0, len(refs)+len(refs)/4)}
+	d := &refData{}
 	for _, r := range refs {
 		d.append(r)
 	}
+	// Runs make the size unknown until the end; keep only what is used.
+	d.deltas = slices.Clone(d.deltas)
+	d.skips = slices.Clone(d.skips)
 	return refList{more: d}
 }
 
@@ -128,7 +177,7 @@ func (l refList) refs() []storage.SeriesRef {
 		}
 		return []storage.SeriesRef{l.one - 1}
 	}
-	refs := make([]storage.SeriesRef, 0, l.more.n+len(l.more.pending))
+	refs := make([]storage.SeriesRef, 0, l.len())
 	it := l.postings().(*refListPostings)
 	for it.Next() {
 		refs = append(refs, it.cur)
@@ -171,16 +220,21 @@ func (l refList) postings() Postings {
 		}
 		return &onePostings{ref: l.one - 1}
 	}
-	return &refListPostings{deltas: l.more.deltas, skips: l.more.skips}
+	d := l.more
+	return &refListPostings{deltas: d.deltas, skips: d.skips, tail: d.repeat, cur: ^storage.SeriesRef(0)}
 }
 
 // refListPostings decodes a refList.
 type refListPostings struct {
 	deltas []byte
 	skips  []refSkip
-	off    int // where the next difference starts
+	off    int // where the next entry starts
 	cur    storage.SeriesRef
-	state  postingsState
+	step   storage.SeriesRef
+	// left is how many refs of the run cur is in come after it; tail is
+	// the list's unwritten run, which follows the bytes.
+	left, tail uint32
+	state      postingsState
 }
 
 type postingsState uint8
@@ -192,22 +246,57 @@ const (
 )
 
 func (p *refListPostings) Next() bool {
-	if p.off >= len(p.deltas) {
-		p.state = postingsDone
-		return false
-	}
-	if b := p.deltas[p.off]; b < 0x80 {
-		p.cur += storage.SeriesRef(b)
+	switch {
+	case p.left > 0:
+		p.left--
+		p.cur += p.step
+	case p.off < len(p.deltas) && p.deltas[p.off]-1 < 0x7f:
+		// A difference below 128, in one byte: most entries.
+		p.step = storage.SeriesRef(p.deltas[p.off])
+		p.cur += p.step
 		p.off++
-	} else {
-		d, n := binary.Uvarint(p.deltas[p.off:])
-		p.cur += storage.SeriesRef(d)
-		p.off += n
+	default:
+		return p.nextEntry()
 	}
 	p.state = postingsAt
 	return true
 }
 
+// nextEntry is Next for an entry of more than one byte or the end.
+func (p *refListPostings) nextEntry() bool {
+	switch {
+	case p.off < len(p.deltas):
+		if p.deltas[p.off] == 0 {
+			c, n := binary.Uvarint(p.deltas[p.off+1:])
+			p.off += 1 + n
+			p.left = uint32(c) - 1
+			p.cur += p.step
+			break
+		}
+		d, n := binary.Uvarint(p.deltas[p.off:])
+		p.step = storage.SeriesRef(d)
+		p.cur += p.step
+		p.off += n
+	case p.tail > 0:
+		p.left, p.tail = p.tail-1, 0
+		p.cur += p.step
+	default:
+		p.state = postingsDone
+		return false
+	}
+	p.state = postingsAt
+	return true
+}
+
+// seekRun moves to the first ref of the run cur is in that is at least
+// ref, which is above cur, or else to the run's last ref.
+func (p *refListPostings) seekRun(ref storage.SeriesRef) {
+	k := min((ref-p.cur-1)/p.step+1, storage.SeriesRef(p.left))
+	p.cur += k * p.step
+	p.left -= uint32(k)
+}
+
+// Seek decodes entries in place of calling Next, a call a ref fewer.
 func (p *refListPostings) Seek(ref storage.SeriesRef) bool {
 	switch {
 	case p.state == postingsDone:
@@ -217,14 +306,24 @@ func (p *refListPostings) Seek(ref storage.SeriesRef) bool {
 	}
 	// Jump to the last skip below ref, if it is ahead.
 	if i := sort.Search(len(p.skips), func(i int) bool { return p.skips[i].ref >= ref }) - 1; i >= 0 && p.skips[i].off > p.off {
-		p.cur, p.off = p.skips[i].ref, p.skips[i].off
+		p.cur, p.off, p.left = p.skips[i].ref, p.skips[i].off, 0
 	}
-	for p.Next() {
+	for {
+		switch {
+		case p.left > 0:
+			p.seekRun(ref)
+		case p.off < len(p.deltas) && p.deltas[p.off]-1 < 0x7f:
+			p.step = storage.SeriesRef(p.deltas[p.off])
+			p.cur += p.step
+			p.off++
+		case !p.nextEntry():
+			return false
+		}
 		if p.cur >= ref {
+			p.state = postingsAt
 			return true
 		}
 	}
-	return false
 }
 
 func (p *refListPostings) At() storage.SeriesRef { return p.cur }

@@ -10,13 +10,26 @@ import (
 
 // randomRefs returns n distinct sorted refs whose gaps are drawn from
 // one of several spreads, so that differences take one to eight bytes.
+// Half the time gaps repeat, in runs of up to 300, as the refs of a
+// target's series do.
 func randomRefs(rng *rand.Rand, n int) []storage.SeriesRef {
 	spread := []uint64{1, 3, 200, 1 << 20, 1 << 50}[rng.IntN(5)]
+	runs := rng.IntN(2) == 0
 	refs := make([]storage.SeriesRef, 0, n)
 	r := storage.SeriesRef(rng.Uint64N(spread))
+	var gap storage.SeriesRef
+	left := 0
 	for range n {
 		refs = append(refs, r)
-		r += 1 + storage.SeriesRef(rng.Uint64N(spread))
+		if left == 0 {
+			gap = 1 + storage.SeriesRef(rng.Uint64N(spread))
+			if runs {
+				left = rng.IntN(300)
+			}
+		} else {
+			left--
+		}
+		r += gap
 	}
 	return refs
 }
@@ -120,12 +133,18 @@ func TestRefListSnapshot(t *testing.T) {
 		l = l.add(2*r, false)
 	}
 	p := l.postings()
+	before := slices.Clone(l.more.deltas)
+	next := storage.SeriesRef(2000)
 	for r := range storage.SeriesRef(1000) {
-		l = l.add(2000+r, false)
+		l = l.add(next, false)
+		next += 1 + r/10%3 // runs of 10, each of another step
 	}
 	got, _ := Expand(p)
 	if len(got) != 1000 || got[999] != 1998 {
 		t.Fatalf("postings taken before adds saw %d refs, last %d", len(got), got[len(got)-1])
+	}
+	if !slices.Equal(l.more.deltas[:len(before)], before) {
+		t.Fatalf("adds changed bytes a reader held")
 	}
 	old := l.postings()
 	l = l.add(5, false) // out of order: a new list
@@ -135,28 +154,37 @@ func TestRefListSnapshot(t *testing.T) {
 	}
 }
 
-// BenchmarkRefListPostings iterates over and seeks in a list of 100k refs
-// 16 apart, as a label value shared by one series in 16.
+// BenchmarkRefListPostings iterates over and seeks in lists of 100k
+// refs: 16 apart, as a label value shared by one series in 16, which is
+// one run; and 1 to 32 apart at random, which has none.
 func BenchmarkRefListPostings(b *testing.B) {
-	var l refList
-	refs := make([]storage.SeriesRef, 100_000)
-	for i := range refs {
-		refs[i] = storage.SeriesRef(16 * i)
-		l = l.add(refs[i], false)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, shape := range []struct {
+		name string
+		gap  func() storage.SeriesRef
+	}{
+		{"every16", func() storage.SeriesRef { return 16 }},
+		{"random", func() storage.SeriesRef { return 1 + storage.SeriesRef(rng.IntN(32)) }},
+	} {
+		var l refList
+		n := 100_000
+		for i, r := 0, storage.SeriesRef(0); i < n; i, r = i+1, r+shape.gap() {
+			l = l.add(r, false)
+		}
+		b.Run(shape.name+"/next", func(b *testing.B) {
+			for b.Loop() {
+				p := l.postings()
+				for p.Next() {
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/ref")
+		})
+		b.Run(shape.name+"/seek", func(b *testing.B) {
+			for b.Loop() {
+				p := l.postings()
+				for r := storage.SeriesRef(0); p.Seek(r); r = p.At() + 1000 {
+				}
+			}
+		})
 	}
-	b.Run("next", func(b *testing.B) {
-		for b.Loop() {
-			p := l.postings()
-			for p.Next() {
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(refs)), "ns/ref")
-	})
-	b.Run("seek", func(b *testing.B) {
-		for b.Loop() {
-			p := l.postings()
-			for r := storage.SeriesRef(0); p.Seek(r); r = p.At() + 1000 {
-			}
-		}
-	})
 }
