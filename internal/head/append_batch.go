@@ -138,9 +138,10 @@ func applyRuns(series []*memSeries, apply func(s *memSeries, i int)) {
 	}
 }
 
-// reset empties the batch, keeping its memory and histograms but no
-// pointer into series or into the caller's custom bucket bounds.
-func (b *appendBatch) reset() {
+// reset empties the batch, keeping its memory (unless trimmed lets it
+// go) and histograms, but no pointer into series or into the caller's
+// custom bucket bounds.
+func (b *appendBatch) reset(t *bufferTrim) {
 	clear(b.series)
 	clear(b.histSeries)
 	clear(b.fhistSeries)
@@ -150,7 +151,8 @@ func (b *appendBatch) reset() {
 	for i := range b.fhists {
 		b.fhists[i].FH.CustomValues = nil
 	}
-	b.samples, b.series = b.samples[:0], b.series[:0]
-	b.hists, b.histSeries = b.hists[:0], b.histSeries[:0]
-	b.fhists, b.fhistSeries = b.fhists[:0], b.fhistSeries[:0]
+	b.samples, b.series = trimmed(t, b.samples), trimmed(t, b.series)
+	b.hists, b.histSeries = trimmed(t, b.hists), trimmed(t, b.histSeries)
+	b.fhists, b.fhistSeries = trimmed(t, b.fhists), trimmed(t, b.fhistSeries)
+	b.samplesBuf, b.histBuf, b.fhistBuf = trimmed(t, b.samplesBuf), trimmed(t, b.histBuf), trimmed(t, b.fhistBuf)
 }

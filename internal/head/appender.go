@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -86,6 +87,7 @@ type appender struct {
 	// puts a whole chunk together in it.
 	dense    chunkenc.Densifier
 	spillBuf []byte
+	trim     bufferTrim
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
@@ -441,6 +443,68 @@ func (a *appender) Commit() error {
 	return nil
 }
 
+// maxKeptBytes and trimAfterBatches bound what an idle appender keeps:
+// a buffer over maxKeptBytes is let go once the appender has taken
+// trimAfterBatches batches since one filled a buffer past that. A
+// remote-write request or an OTLP export of a few thousand samples
+// needs some hundreds of KiB in the largest buffer (the series records
+// of its new series), and a steady stream of larger batches keeps what
+// they need; but a batch of a hundred thousand new series left 24 MB in
+// the appender that took it, which each of the pool's appenders kept
+// for good after the largest batch it ever took.
+const (
+	maxKeptBytes     = 1 << 20
+	trimAfterBatches = 16
+)
+
+// bufferTrim is what an appender knows of its batches for trimmed.
+type bufferTrim struct {
+	// small counts the batches since one filled a buffer past
+	// maxKeptBytes; filled says whether the one being released did.
+	small  int
+	filled bool
+}
+
+// trimmed returns s emptied, or nil if its memory is over maxKeptBytes,
+// the batch being released did not fill it past that, and none has for
+// trimAfterBatches batches. Elements that point to memory must have
+// been cleared.
+func trimmed[S ~[]E, E any](t *bufferTrim, s S) S {
+	var e E
+	size := unsafe.Sizeof(e)
+	switch {
+	case uintptr(len(s))*size > maxKeptBytes:
+		t.filled = true
+	case uintptr(cap(s))*size > maxKeptBytes && t.small >= trimAfterBatches:
+		return nil
+	}
+	return s[:0]
+}
+
+// released counts the batch just released for trimmed.
+func (t *bufferTrim) released() {
+	if t.filled {
+		t.small, t.filled = 0, false
+	} else {
+		t.small++
+	}
+}
+
+// maxKeptEntries is the most entries a map an idle appender keeps may
+// have held: clearing a map keeps the memory of its entries. The maps
+// are of histograms' and start times' rare cases, so one that grew past
+// it is let go at once.
+const maxKeptEntries = 1 << 14
+
+// trimmedMap returns m emptied, or nil if it held over maxKeptEntries.
+func trimmedMap[M ~map[K]V, K comparable, V any](m M) M {
+	if len(m) > maxKeptEntries {
+		return nil
+	}
+	clear(m)
+	return m
+}
+
 // parts returns the batch's parts that may hold samples.
 func (a *appender) parts() []appendBatch {
 	return a.batches[:min(a.cur+1, len(a.batches))]
@@ -452,30 +516,36 @@ func (a *appender) Rollback() error {
 }
 
 // release clears the appender, keeping its buffers' capacity but no
-// pointers into series or labels, and returns it to the pool.
+// pointers into series or labels, and returns it to the pool. Buffers a
+// rare large batch grew are let go (see trimmed).
 func (a *appender) release() {
+	t := &a.trim
 	clear(a.metadata)
-	a.metadata = a.metadata[:0]
+	a.metadata = trimmed(t, a.metadata)
 	clear(a.exemplars)
-	a.exemplars = a.exemplars[:0]
+	a.exemplars = trimmed(t, a.exemplars)
 	for i := range a.parts() {
-		a.batches[i].reset()
+		a.batches[i].reset(t)
 	}
 	a.cur = 0
-	clear(a.partKinds)
+	a.partKinds = trimmedMap(a.partKinds)
+	a.pendingStart = trimmedMap(a.pendingStart)
 	clear(a.startSeries)
-	clear(a.pendingStart)
-	a.starts, a.startSeries = a.starts[:0], a.startSeries[:0]
+	a.starts, a.startSeries = trimmed(t, a.starts), trimmed(t, a.startSeries)
 	if a.gen >= 0 {
 		a.head.appenderGens.leave(a.gen)
 		a.gen = -1
 	}
 	clear(a.unlogged)
 	clear(a.logSeries)
-	a.unlogged = a.unlogged[:0]
-	a.logSeries = a.logSeries[:0]
+	a.unlogged = trimmed(t, a.unlogged)
+	a.logSeries = trimmed(t, a.logSeries)
 	clear(a.recs)
-	a.recs = a.recs[:0]
+	a.recs = trimmed(t, a.recs)
+	a.seriesBuf, a.startsBuf = trimmed(t, a.seriesBuf), trimmed(t, a.startsBuf)
+	a.metadataBuf, a.exemplarBuf = trimmed(t, a.metadataBuf), trimmed(t, a.exemplarBuf)
+	a.spillBuf = trimmed(t, a.spillBuf)
+	t.released()
 	a.last = nil
 	h := a.head
 	a.head = nil

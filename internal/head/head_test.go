@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -14,6 +16,7 @@ import (
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -375,5 +378,62 @@ func fillNumbers(p *cellPool) {
 			sp.partial = false
 		}
 		p.partial[i] = nil
+	}
+}
+
+// TestAppenderBuffersBounded checks that an appender back in the pool
+// keeps the buffers its batches need, also a steady stream of large
+// ones, but lets go of those a rare large batch grew.
+func TestAppenderBuffersBounded(t *testing.T) {
+	h := openTestHead(t, t.TempDir())
+	defer h.Close()
+	batch := func(first, n int, ts int64) {
+		app := h.Appender(context.Background())
+		for i := first; i < first+n; i++ {
+			mustAppend(t, app, labels.FromStrings("__name__", "m", "id", strconv.Itoa(i), "pod", strings.Repeat("p", 40)), ts, 1)
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// kept returns the bytes of the pooled appender's buffers that a
+	// batch of new series fills most.
+	kept := func() map[string]int {
+		a := h.Appender(context.Background()).(*appender)
+		defer a.Rollback()
+		return map[string]int{
+			"samples":    cap(a.batches[0].samples) * int(unsafe.Sizeof(record.RefSample{})),
+			"series":     cap(a.batches[0].series) * 8,
+			"samplesBuf": cap(a.batches[0].samplesBuf),
+			"unlogged":   cap(a.unlogged) * 8,
+			"logSeries":  cap(a.logSeries) * int(unsafe.Sizeof(record.RefSeries{})),
+			"seriesBuf":  cap(a.seriesBuf),
+		}
+	}
+
+	for i := range 2 * trimAfterBatches {
+		batch(200_000+i*1000, 1000, 1000)
+	}
+	batch(0, 50_000, 1000) // its series records alone take some 4 MB
+	if b := kept()["seriesBuf"]; b <= maxKeptBytes {
+		t.Fatalf("after a large batch the pooled appender kept %d bytes of series records, want its buffers for the next", b)
+	}
+	// Large batches of samples alone keep the series records' buffer too.
+	for i := range trimAfterBatches + 1 {
+		batch(0, 50_000, int64(2000+i))
+	}
+	if b := kept()["seriesBuf"]; b <= maxKeptBytes {
+		t.Fatalf("during large batches the pooled appender kept %d bytes of series records", b)
+	}
+	for i := range 2 * trimAfterBatches {
+		batch(100_000+i*1000, 1000, 1000)
+	}
+	for name, b := range kept() {
+		if b > maxKeptBytes {
+			t.Errorf("%d batches of 1000 after one of 50k, the pooled appender keeps %d bytes of %s", 2*trimAfterBatches, b, name)
+		}
+		if b == 0 {
+			t.Errorf("after batches of 1000 the pooled appender kept no %s", name)
+		}
 	}
 }

@@ -273,7 +273,8 @@ func (s *memSeries) hasOpenSamples() bool {
 // setOpen makes the open chunk an empty one of encoding enc, hist if that
 // is a histogram encoding, and lets go of the other kind's memory, an XOR
 // chunk's to chunks. series is the pool of the series' own memory (see
-// addExtra). mu must be held.
+// addExtra), used only for a hist; with none it may be nil. mu must be
+// held.
 func (s *memSeries) setOpen(enc chunkenc.Encoding, hist openChunk, chunks, series *cellPool) {
 	s.open = enc
 	if enc != chunkenc.EncXOR {
