@@ -188,3 +188,46 @@ func BenchmarkRefListPostings(b *testing.B) {
 		})
 	}
 }
+
+// FuzzRefList builds lists from gaps the input gives, in order and
+// rebuilt, and checks them against the refs, also postings taken half
+// way, which must not see the refs added after.
+func FuzzRefList(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 1, 1, 2, 2, 3, 1, 1, 250, 250, 7})
+	f.Add([]byte{9, 200, 200, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, gaps []byte) {
+		// A byte under 200 is a gap of 1 to 4, so equal bytes make runs;
+		// one above is a gap of many varint bytes.
+		refs := make([]storage.SeriesRef, 0, len(gaps))
+		var r storage.SeriesRef
+		for i, g := range gaps {
+			switch {
+			case i == 0:
+				r = storage.SeriesRef(g)
+			case g < 200:
+				r += storage.SeriesRef(g%4) + 1
+			default:
+				r += storage.SeriesRef(g) << 30
+			}
+			refs = append(refs, r)
+		}
+		rng := rand.New(rand.NewPCG(uint64(len(gaps)), 7))
+		var l refList
+		var half Postings
+		for i, r := range refs {
+			if i == len(refs)/2 {
+				half = l.postings()
+			}
+			l = l.add(r, false)
+		}
+		for _, l := range []refList{l, newRefList(refs)} {
+			if got, _ := Expand(l.postings()); !slices.Equal(got, refs) {
+				t.Fatalf("list of %v holds %v", refs, got)
+			}
+			checkPostings(t, rng, l.postings(), refs)
+		}
+		if half != nil {
+			checkPostings(t, rng, half, refs[:len(refs)/2])
+		}
+	})
+}
