@@ -72,13 +72,13 @@ func tsdbList(args []string, out io.Writer) error {
 	for _, id := range ids {
 		bdir := filepath.Join(*dir, id)
 		m, err := block.ReadMeta(block.LocalFiles(bdir))
+		var size int64
+		if err == nil {
+			size, err = dirBytes(bdir)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			continue // deleted by retention or compaction meanwhile
 		}
-		if err != nil {
-			return fmt.Errorf("block %s: %w", id, err)
-		}
-		size, err := dirBytes(bdir)
 		if err != nil {
 			return fmt.Errorf("block %s: %w", id, err)
 		}
@@ -141,17 +141,7 @@ func tsdbAnalyze(args []string, out io.Writer) error {
 	if *limit < 1 {
 		return fmt.Errorf("--limit must be at least 1")
 	}
-	if *id == "" {
-		ids, err := blockIDs(*dir)
-		if err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return fmt.Errorf("no blocks in %s (the head's cardinality is at /api/v1/status/tsdb)", *dir)
-		}
-		*id = ids[len(ids)-1]
-	}
-	b, err := block.Open(block.LocalFiles(filepath.Join(*dir, *id)))
+	b, err := openAnalyzed(*dir, *id)
 	if err != nil {
 		return err
 	}
@@ -206,6 +196,32 @@ func tsdbAnalyze(args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// openAnalyzed opens block id of dir, or the newest block if id is
+// empty. The newest block may be merged into another and deleted before
+// it is opened: then the newest is taken again.
+func openAnalyzed(dir, id string) (*block.Block, error) {
+	if id != "" {
+		return block.Open(block.LocalFiles(filepath.Join(dir, id)))
+	}
+	for {
+		ids, err := blockIDs(dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("no blocks in %s (the head's cardinality is at /api/v1/status/tsdb)", dir)
+		}
+		bdir := filepath.Join(dir, ids[len(ids)-1])
+		b, err := block.Open(block.LocalFiles(bdir))
+		if err != nil {
+			if _, serr := os.Stat(bdir); errors.Is(serr, os.ErrNotExist) {
+				continue
+			}
+		}
+		return b, err
+	}
 }
 
 type keyCount struct {
