@@ -52,6 +52,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
 	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders, remote-write samples and OTLP data points together; requests over it get 429 (OTLP/gRPC: RESOURCE_EXHAUSTED with RetryInfo) and are retried; 0 for no limit")
 	fs.StringVar(&sc.WebConfigFile, "web.config.file", "", "web configuration file in Prometheus' format: TLS, client certificates and basic auth users (bcrypt hashes), for HTTP and OTLP/gRPC; read again for every connection and request, as Prometheus does (OTLP/gRPC: at start)")
+	fs.BoolVar(&sc.ResponseCompression, "web.response-compression", sc.ResponseCompression, "compress the HTTP API's and the web UI's responses of 1 KiB and more for clients that accept zstd or gzip, as Prometheus and VictoriaMetrics do: a fifth to a quarter of the bytes for a few milliseconds of CPU per megabyte of JSON")
 	rr := &sc.RemoteRead
 	fs.IntVar(&rr.MaxSamples, "remote-read.sample-limit", rr.MaxSamples, "most samples a sampled remote-read response may hold; 0 for no limit (streamed responses are bounded by the frame size)")
 	fs.IntVar(&rr.MaxConcurrent, "remote-read.concurrent-limit", rr.MaxConcurrent, "most remote-read requests served at once; more wait")

@@ -96,6 +96,9 @@ type Config struct {
 	// (TLS, client certificates, basic auth users), applied to HTTP and
 	// OTLP/gRPC; empty: plain HTTP, no authentication.
 	WebConfigFile string
+	// ResponseCompression compresses the HTTP API's and the web UI's
+	// responses for clients that accept zstd or gzip.
+	ResponseCompression bool
 
 	// Flags are the command line's flags and their values, as
 	// /api/v1/status/flags shows them.
@@ -128,6 +131,7 @@ func DefaultConfig() Config {
 		DefaultSubqueryStep:   time.Minute,
 		QueryEngine:           QueryEngineRollup,
 		RemoteRead:            DefaultRemoteReadLimits(),
+		ResponseCompression:   true,
 	}
 }
 
@@ -275,10 +279,14 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 
 		StorageRetention: retentionString(cfg.RetentionTime, cfg.RetentionSize),
 	}).Register(apiMux)
-	mux.Handle("/api/v1/", httpMetrics.wrap("api", apiMux))
+	compress, err := responseCompression(cfg.ResponseCompression)
+	if err != nil {
+		return err
+	}
+	mux.Handle("/api/v1/", httpMetrics.wrap("api", compress(apiMux)))
 	mux.Handle("POST /api/v1/read", httpMetrics.wrap("remote-read", newRemoteReadHandler(logger.With("component", "remote-read"), store, cfg.RemoteRead)))
 
-	webUI := ui.Handler()
+	webUI := compress(ui.Handler())
 	mux.Handle("GET /{$}", webUI)
 	mux.Handle("GET /static/", webUI)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
