@@ -56,51 +56,66 @@ func appendFloat(dst []byte, f float64) []byte {
 
 // appendDecimal appends f as strconv.AppendFloat(dst, f, 'f', -1, 64)
 // would, if f is a decimal of at most 6 fraction digits and 15
-// significant ones, and reports whether it did. Most sample values are
-// such (counters, and gauges of a few digits), and this takes a fifth of
-// the time of the shortest-digits search.
+// significant ones, or an integer below 2^53, and reports whether it
+// did. Most sample values are such (counters, and gauges of a few
+// digits), and this takes a fraction of the time of the shortest-digits
+// search.
 //
-// The digits are right: f is m/10^s rounded, with m under 10^15, and two
+// The digits are right: f is m/10^6 rounded, with m under 10^15, and two
 // decimals of at most 15 significant digits never round to the same
 // float64 (whose 53 bits are 15.95 digits), so no other decimal of as
-// few digits as m's reads back as f, and none of fewer.
+// few digits as m's reads back as f, and none of fewer. An integer below
+// 2^53 is exact in a float64, and its neighbours are other integers.
+// Division being correctly rounded, m/10^6 is f exactly when m's decimal
+// reads back as f, whatever zeros m ends in.
 func appendDecimal(dst []byte, f float64) ([]byte, bool) {
 	a := math.Abs(f)
-	// Below 1e-6 Prometheus writes an exponent; from 1e9 on m could
-	// reach 10^15.
-	if !(a >= 1e-6 && a < 1e9) {
+	var whole, frac uint64 // a's integer part, and its fraction in millionths
+	switch {
+	case a >= 1e-6 && a < 1e9:
+		// Below 1e-6 Prometheus writes an exponent; from 1e9 on m could
+		// reach 10^15.
+		m := math.Round(a * 1e6)
+		if m/1e6 != a {
+			return dst, false
+		}
+		whole, frac = uint64(m)/1e6, uint64(m)%1e6
+	case a >= 1e9 && a < 1<<53 && a == math.Trunc(a):
+		whole = uint64(a)
+	default:
 		return dst, false
 	}
-	m, s := int64(math.Round(a*1e6)), 6
-	for s > 0 && m%10 == 0 {
-		m /= 10
-		s--
+	// The digits, written from the end: the fraction without its
+	// trailing zeros, then the integer part.
+	var digits [24]byte
+	i := len(digits)
+	if frac != 0 {
+		n := 6
+		for frac%10 == 0 {
+			frac /= 10
+			n--
+		}
+		for range n {
+			i--
+			digits[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		i--
+		digits[i] = '.'
 	}
-	if float64(m)/pow10[s] != a {
-		return dst, false
+	for {
+		i--
+		digits[i] = byte('0' + whole%10)
+		whole /= 10
+		if whole == 0 {
+			break
+		}
 	}
 	if f < 0 {
 		dst = append(dst, '-')
 	}
-	var digits [16]byte
-	d := strconv.AppendInt(digits[:0], m, 10)
-	if s == 0 {
-		return append(dst, d...), true
-	}
-	if len(d) <= s {
-		dst = append(dst, '0', '.')
-		for range s - len(d) {
-			dst = append(dst, '0')
-		}
-		return append(dst, d...), true
-	}
-	dst = append(dst, d[:len(d)-s]...)
-	dst = append(dst, '.')
-	return append(dst, d[len(d)-s:]...), true
+	return append(dst, digits[i:]...), true
 }
-
-// pow10 holds 10^0 to 10^6, exact in a float64.
-var pow10 = [...]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}
 
 const hexDigits = "0123456789abcdef"
 

@@ -77,7 +77,7 @@ func checkDecimal(t *testing.T, f float64, mustTake bool) {
 
 // TestAppendDecimal checks the fast path of appendFloat against
 // strconv's shortest formatting on decimals of every scale it takes and
-// some it does not, integers up to its bound, random floats and edges.
+// some it does not, integers up to its bounds, random floats and edges.
 func TestAppendDecimal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200_000 {
@@ -88,10 +88,13 @@ func TestAppendDecimal(t *testing.T) {
 			f = -f
 		}
 		checkDecimal(t, f, s <= 6 && m < 1e15 && math.Abs(f) >= 1e-6 && math.Abs(f) < 1e9)
+		// Integers below 2^53, as counters are.
+		n := float64(rng.Int64N(1<<53) >> rng.IntN(53))
+		checkDecimal(t, n, n != 0)
 		checkDecimal(t, math.Float64frombits(rng.Uint64()), false)
 		checkDecimal(t, rng.Float64()*math.Pow(10, float64(rng.IntN(20)-8)), false)
 	}
-	for _, f := range []float64{1e-6, 999999999, 999999999.999999, 1e9, 0.1, 0.2, 0.3, 1 / three, 5e-7, 123456.000001, math.Nextafter(1, 2), math.Nextafter(0.1, 1), 100, 0, math.Copysign(0, -1)} {
+	for _, f := range []float64{1e-6, 999999999, 999999999.999999, 1e9, 1e9 + 0.5, 1<<53 - 1, 1 << 53, 1<<53 + 2, 1e15, 1e16, 0.1, 0.2, 0.3, 1 / three, 5e-7, 123456.000001, math.Nextafter(1, 2), math.Nextafter(0.1, 1), 100, 0, math.Copysign(0, -1)} {
 		checkDecimal(t, f, false)
 		checkDecimal(t, -f, false)
 	}
@@ -265,6 +268,34 @@ func TestMatrixTimestamps(t *testing.T) {
 	want = append(want, ']')
 	if got := appendMatrix(nil, mat); string(got) != string(want) {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// BenchmarkAppendFloat formats sample values: gauges of two decimals
+// (load averages), integer counters below 10^9, and full-precision
+// rates.
+func BenchmarkAppendFloat(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sets := []struct {
+		name   string
+		values []float64
+	}{{name: "load"}, {name: "counter"}, {name: "rate"}}
+	for range 4096 {
+		sets[0].values = append(sets[0].values, float64(rng.IntN(1000))/100)
+		sets[1].values = append(sets[1].values, float64(rng.Int64N(1e9)))
+		sets[2].values = append(sets[2].values, rng.Float64()*1e5)
+	}
+	for _, set := range sets {
+		b.Run(set.name, func(b *testing.B) {
+			buf := make([]byte, 0, 1<<20)
+			for b.Loop() {
+				buf = buf[:0]
+				for _, v := range set.values {
+					buf = appendFloat(buf, v)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(set.values)), "ns/value")
+		})
 	}
 }
 
