@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func churnBlocks(t *testing.T, dir string) (stop func()) {
 			}
 			// Deleted as the server deletes a block: renamed to its
 			// .tmp name, then removed.
-			path := dir + "/" + writeBlock(t, dir)
+			path := filepath.Join(dir, writeBlock(t, dir))
 			if err := os.Rename(path, path+".tmp"); err != nil {
 				t.Error(err)
 				return
