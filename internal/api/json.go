@@ -75,6 +75,7 @@ func appendDecimal(dst []byte, f float64) ([]byte, bool) {
 	case a >= 1e-6 && a < 1e9:
 		// Below 1e-6 Prometheus writes an exponent; from 1e9 on m could
 		// reach 10^15.
+		//
 		// RoundToEven is one instruction where Round is not. How a tie
 		// rounds does not matter: a*1e6 is within 0.25 of an integer
 		// for a decimal of six places, and anything else fails the

@@ -8,10 +8,10 @@ import (
 )
 
 // responseCompression returns a wrapper that compresses a handler's
-// responses of 1 KiB and more with zstd or gzip for clients that accept
-// either, as Prometheus and VictoriaMetrics compress theirs (zstd where
-// both are accepted), or, if !enabled, one that returns the handler as
-// it is. A day-long range query's answer over a few hundred series is a
+// responses of 1 KiB and more for clients that accept gzip, as
+// Prometheus and VictoriaMetrics compress theirs, or zstd, preferred
+// where a client accepts both; or, if !enabled, one that returns the
+// handler as it is. A day-long range query's answer over a few hundred series is a
 // megabyte of JSON or more; compressed, a fifth to a quarter of that.
 // Both codecs run at their fastest level, as VictoriaMetrics' gzip does:
 // the compression then costs a few milliseconds of CPU per megabyte.
