@@ -299,9 +299,9 @@ func BenchmarkAppendFloat(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendMatrix writes the answer of a day-long range query: 180
-// series of 240 steps, values of full precision (rates).
-func BenchmarkAppendMatrix(b *testing.B) {
+// dayAnswer returns the answer of a day-long range query: 180 series of
+// 240 steps, values of full precision (rates).
+func dayAnswer() promql.Matrix {
 	rng := rand.New(rand.NewPCG(1, 2))
 	mat := make(promql.Matrix, 180)
 	for i := range mat {
@@ -310,6 +310,12 @@ func BenchmarkAppendMatrix(b *testing.B) {
 			mat[i].Floats = append(mat[i].Floats, promql.FPoint{T: 1795675905000 + int64(j)*360000, F: rng.Float64() * 1e6})
 		}
 	}
+	return mat
+}
+
+// BenchmarkAppendMatrix writes dayAnswer's matrix.
+func BenchmarkAppendMatrix(b *testing.B) {
+	mat := dayAnswer()
 	var buf []byte
 	for b.Loop() {
 		buf = appendMatrix(buf[:0], mat)

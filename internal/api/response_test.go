@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/klauspost/compress/gzhttp"
 	"github.com/klauspost/compress/gzip"
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/util/annotations"
 )
 
@@ -78,19 +75,11 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(int)             {}
 
-// BenchmarkWriteAnswer writes the answer of a day-long range query (180
-// series of 240 steps, values of full precision, as rates are) to a
-// client that accepts no compression, gzip or zstd, compressed as the
-// server compresses (internal/server's responseCompression).
+// BenchmarkWriteAnswer writes dayAnswer's matrix to a client that
+// accepts no compression, gzip or zstd, compressed as the server
+// compresses (internal/server's responseCompression).
 func BenchmarkWriteAnswer(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	mat := make(promql.Matrix, 180)
-	for i := range mat {
-		mat[i].Metric = labels.FromStrings("instance", fmt.Sprintf("host-%d:9100", i))
-		for j := range 240 {
-			mat[i].Floats = append(mat[i].Floats, promql.FPoint{T: 1795675905000 + int64(j)*360000, F: rng.Float64() * 1e6})
-		}
-	}
+	mat := dayAnswer()
 	a := &API{logger: slog.New(slog.DiscardHandler)}
 	wrap, err := gzhttp.NewWrapper(gzhttp.CompressionLevel(gzip.BestSpeed))
 	if err != nil {
