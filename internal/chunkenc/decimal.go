@@ -406,6 +406,7 @@ type DecimalIterator struct {
 	num, read uint16
 	p         float64 // 10^scale
 	raw       bool    // the mantissas are the values' bits
+	stored    bool    // AppendSamples appends mantissas as they are (AppendStored)
 	dod       bool
 	fromMin   bool // value residuals are distances from lo
 	tw, vw    uint8
@@ -720,7 +721,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		}
 	}
 	// The values.
-	if it.raw {
+	if it.raw || it.stored {
 		for k, r := range res[:n] {
 			ov[k] = math.Float64frombits(r)
 		}
@@ -734,6 +735,22 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		}
 	}
 	return ts[:n0+n], vs[:n0+n], true
+}
+
+// AppendStored is AppendSamples for a reader that wants few of the
+// values: it appends the values of decimals with fraction digits as the
+// chunk holds them, leaving the division that makes them floats to
+// Values.At. If div is 0 the values are floats (also integers, which
+// become floats without a division); otherwise each is
+// math.Float64frombits(uint64(m)) of the mantissa m of the value
+// float64(m)/div.
+func (it *DecimalIterator) AppendStored(ts []int64, vs []float64, maxt int64, limit int) (_ []int64, _ []float64, div float64, ok bool) {
+	if it.stored = !it.raw && it.p != 1; it.stored {
+		div = it.p
+	}
+	ts, vs, ok = it.AppendSamples(ts, vs, maxt, limit)
+	it.stored = false
+	return ts, vs, div, ok
 }
 
 // decimalEndOK reports whether no more than a byte's zero padding follows bit

@@ -264,7 +264,29 @@ func FuzzDecimalRoundTrip(f *testing.F) {
 		}
 		checkAppendSamples(t, it, dec, math.MaxInt64)
 		checkAppendSamples(t, it, dec, want[len(want)/2].t)
+		checkAppendStored(t, it, dec, want[len(want)/2].t)
 	})
+}
+
+// checkAppendStored checks that AppendStored, its values divided by the
+// divisor it returns, gives what AppendSamples gives.
+func checkAppendStored(t *testing.T, it *DecimalIterator, b []byte, maxt int64) {
+	t.Helper()
+	it.Reset(b)
+	wantT, wantV, wantOK := it.AppendSamples(nil, nil, maxt, math.MaxInt)
+	it.Reset(b)
+	ts, vs, div, ok := it.AppendStored(nil, nil, maxt, math.MaxInt)
+	if ok != wantOK || !slices.Equal(ts, wantT) || len(vs) != len(wantV) {
+		t.Fatalf("AppendStored: %d samples, %v; AppendSamples %d, %v", len(ts), ok, len(wantT), wantOK)
+	}
+	for i, x := range vs {
+		if div != 0 {
+			x = float64(int64(math.Float64bits(x))) / div
+		}
+		if math.Float64bits(x) != math.Float64bits(wantV[i]) {
+			t.Fatalf("AppendStored: value %d is %v (divisor %v); AppendSamples gives %v", i, x, div, wantV[i])
+		}
+	}
 }
 
 // FuzzDecimalIterator decodes arbitrary bytes: never a panic, never more
@@ -283,8 +305,10 @@ func FuzzDecimalIterator(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, _ := decodeArbitrary(t, it, b)
 		checkAppendSamples(t, it, b, math.MaxInt64)
+		checkAppendStored(t, it, b, math.MaxInt64)
 		if len(got) > 0 {
 			checkAppendSamples(t, it, b, got[len(got)/2].t)
+			checkAppendStored(t, it, b, got[len(got)/2].t)
 		}
 	})
 }

@@ -223,16 +223,22 @@ func (si *SeriesIterator) enter(i int) {
 	si.inChunk = true
 }
 
-// AppendFloats appends the timestamps and values of all the series'
-// samples in [mint, maxt] to ts and vs, decoding a chunk at a time rather
-// than a sample at a time, for a reader that wants them all (a rate over
-// every step of a query). It must be called on a freshly Reset iterator,
-// which it leaves at the end. If a chunk holds histograms it appends
-// nothing and returns ok false, leaving the iterator as it was.
-func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ []float64, ok bool, err error) {
+// AppendValues appends the timestamps and values of all the series'
+// samples in [mint, maxt] to ts and vals, whose values follow ts'
+// timestamps one for one, decoding a chunk at a time rather than a
+// sample at a time, for a reader that wants them all (a rate over every
+// step of a query). A reader that reads a few of the values every
+// `every` ms (a rate's first and last of each step's window) gives that
+// interval: a decimal chunk with more than StoredPer samples in that
+// time keeps its values as stored (see Values), made floats as they are
+// read, not all as they are loaded; 0 makes them all floats. It must be
+// called on a freshly Reset iterator, which it leaves at the end. If a
+// chunk holds histograms it appends nothing and returns ok false,
+// leaving the iterator as it was.
+func (si *SeriesIterator) AppendValues(ts []int64, vals *Values, every int64) (_ []int64, ok bool, err error) {
 	for _, c := range si.chunks {
 		if c.Enc != EncXOR && c.Enc != EncDecimal {
-			return ts, vs, false, nil
+			return ts, false, nil
 		}
 	}
 	for i, c := range si.chunks {
@@ -244,24 +250,54 @@ func (si *SeriesIterator) AppendFloats(ts []int64, vs []float64) (_ []int64, _ [
 		if c.MaxT <= maxt {
 			maxt = math.MaxInt64
 		}
-		if ts, vs, err = appendChunk(si.floatDecoder(c.Enc), c.Data, maxt, ts, vs); err != nil {
-			si.i, si.inChunk, si.err, si.done = i, true, err, true
-			return ts, vs, true, err
+		var div float64
+		if c.Enc == EncDecimal && every > 0 && int64(samplesOf(c)) > StoredPer*(1+(c.MaxT-c.MinT)/every) {
+			ts, vals.vs, div, err = appendStored(&si.dec, c.Data, maxt, ts, vals.vs)
+		} else {
+			ts, vals.vs, err = appendChunk(si.floatDecoder(c.Enc), c.Data, maxt, ts, vals.vs)
 		}
 		if c.MinT < si.mint {
 			// The chunk at the range's start: drop what is before it.
-			k := n
+			vs, k := vals.vs, n
 			for j := n; j < len(ts); j++ {
 				if ts[j] >= si.mint {
 					ts[k], vs[k] = ts[j], vs[j]
 					k++
 				}
 			}
-			ts, vs = ts[:k], vs[:k]
+			ts, vals.vs = ts[:k], vs[:k]
+		}
+		if len(ts) > n {
+			vals.mark(n, div)
+		}
+		if err != nil {
+			si.i, si.inChunk, si.err, si.done = i, true, err, true
+			return ts, true, err
 		}
 	}
 	si.done = true
-	return ts, vs, true, nil
+	return ts, true, nil
+}
+
+// StoredPer is how many samples a decimal chunk must have in the
+// interval a reader reads values at for AppendValues to keep its values
+// as stored: with fewer, the division each value read takes costs more
+// than dividing all as they load (BenchmarkSeriesEval in
+// internal/rollup).
+const StoredPer = 4
+
+// appendStored appends the samples of the decimal chunk data that are at
+// or before maxt to ts and vs as DecimalIterator.AppendStored does, and
+// returns the divisor of their values. A malformed chunk's samples before
+// the error are appended as floats, and the error returned, as
+// appendChunk does.
+func appendStored(it *DecimalIterator, data []byte, maxt int64, ts []int64, vs []float64) (_ []int64, _ []float64, div float64, err error) {
+	it.Reset(data)
+	if ts, vs, div, ok := it.AppendStored(ts, vs, maxt, math.MaxInt); ok {
+		return ts, vs, div, nil
+	}
+	ts, vs, err = appendChunk(it, data, maxt, ts, vs)
+	return ts, vs, 0, err
 }
 
 // seekT is int64 under another name. go vet's stdmethods check expects any

@@ -11,38 +11,54 @@ import (
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
-// TestAppendFloats checks that AppendFloats gives what Next and At give,
-// over XOR and decimal chunks and ranges that cut chunks, and refuses a
-// series with histograms.
-func TestAppendFloats(t *testing.T) {
-	chunks, ts := mixedChunks(t, rand.New(rand.NewPCG(7, 8)), 50)
-	var it SeriesIterator
-	for _, r := range [][2]int64{{math.MinInt64, math.MaxInt64}, {0, ts / 2}, {ts / 3, ts}, {ts / 4, ts / 4}, {ts + 1, ts + 2}} {
-		it.Reset(chunks, nil, r[0], r[1])
-		var wantT []int64
-		var wantV []float64
-		for it.Next() == promchunkenc.ValFloat {
-			t, v := it.At()
-			wantT, wantV = append(wantT, t), append(wantV, v)
-		}
-		it.Reset(chunks, nil, r[0], r[1])
-		gotT, gotV, ok, err := it.AppendFloats(nil, nil)
-		if !ok || err != nil || !slices.Equal(gotT, wantT) || !slices.Equal(gotV, wantV) {
-			t.Errorf("[%d, %d]: %d samples, %v %v; want %d", r[0], r[1], len(gotT), ok, err, len(wantT))
-		}
-		if it.Next() != promchunkenc.ValNone {
-			t.Errorf("[%d, %d]: samples left after AppendFloats", r[0], r[1])
+// TestAppendValues checks that AppendValues gives what Next and At give,
+// with values as floats, as the chunks store them, and some of each
+// (every 100 ms: a chunk of these is read at most 14 times), over XOR and
+// decimal chunks and ranges that cut chunks, and refuses a series with
+// histograms.
+func TestAppendValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	mixed, _ := mixedChunks(t, rng, 50)
+	kinds := storedKindsChunks(t, rng)
+	for name, chunks := range map[string][]Meta{"mixed": mixed, "kinds": kinds} {
+		ts := chunks[len(chunks)-1].MaxT
+		var it SeriesIterator
+		for _, r := range [][2]int64{{math.MinInt64, math.MaxInt64}, {0, ts / 2}, {ts / 3, ts}, {ts / 4, ts / 4}, {ts + 1, ts + 2}} {
+			it.Reset(chunks, nil, r[0], r[1])
+			var want []sample
+			for it.Next() == promchunkenc.ValFloat {
+				t, v := it.At()
+				want = append(want, sample{t, math.Float64bits(v)})
+			}
+			for _, every := range []int64{0, 100, math.MaxInt64} {
+				it.Reset(chunks, nil, r[0], r[1])
+				var vals Values
+				gotT, ok, err := it.AppendValues(nil, &vals, every)
+				if !ok || err != nil || len(gotT) != vals.Len() {
+					t.Fatalf("%s [%d, %d] every %d: ok %v, error %v, %d timestamps, %d values", name, r[0], r[1], every, ok, err, len(gotT), vals.Len())
+				}
+				checkValues(t, fmt.Sprintf("%s [%d, %d] every %d", name, r[0], r[1], every), gotT, &vals, want, rng)
+				if vs, ok := vals.Floats(); every == 0 && (!ok || len(vs) != len(want)) {
+					t.Errorf("%s [%d, %d]: loaded as floats, Floats gives %d values, %v", name, r[0], r[1], len(vs), ok)
+				}
+				if it.Next() != promchunkenc.ValNone {
+					t.Errorf("%s [%d, %d]: samples left after AppendValues", name, r[0], r[1])
+				}
+			}
 		}
 	}
+	ts := mixed[len(mixed)-1].MaxT
 	hc := NewHistogramChunk()
 	hc.Append(ts+10, &histogram.Histogram{Count: 1, ZeroCount: 1, Sum: 1})
-	withHist := append(slices.Clone(chunks), Meta{Data: hc.Bytes(), MinT: ts + 10, MaxT: ts + 10, Enc: EncHistogram})
+	withHist := append(slices.Clone(mixed), Meta{Data: hc.Bytes(), MinT: ts + 10, MaxT: ts + 10, Enc: EncHistogram})
+	var it SeriesIterator
 	it.Reset(withHist, nil, math.MinInt64, math.MaxInt64)
-	if gotT, _, ok, _ := it.AppendFloats(nil, nil); ok || len(gotT) != 0 {
+	var vals Values
+	if gotT, ok, _ := it.AppendValues(nil, &vals, math.MaxInt64); ok || len(gotT) != 0 || vals.Len() != 0 {
 		t.Errorf("a series with histograms: ok %v, %d samples", ok, len(gotT))
 	}
 	if it.Next() != promchunkenc.ValFloat {
-		t.Error("AppendFloats moved the iterator of a series it refused")
+		t.Error("AppendValues moved the iterator of a series it refused")
 	}
 }
 

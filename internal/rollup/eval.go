@@ -82,7 +82,7 @@ var evaluators = sync.Pool{New: func() any { return &evaluator{} }}
 type seriesEval struct {
 	it     chunkenc.Iterator
 	ts     []int64
-	vs     []float64
+	vals   stratachunkenc.Values
 	resets []int
 	w      window
 }
@@ -121,9 +121,7 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 		funcName = in.call.Func.Name
 		wd.rng, wd.fn = in.ms.Range, windowFuncs[funcName]
 	} else {
-		// A selector's value at a step is the last sample of its
-		// lookback window, staleness markers included.
-		wd.rng, wd.fn, wd.keepStale = lookback, lastValue, true
+		wd.rng, wd.fn = lookback, selectorFunc
 	}
 	// The samples the engine's selector reads: those of every step's
 	// window, (ts-offset-range, ts-offset].
@@ -291,19 +289,17 @@ func (ev *evaluator) start(batch []seriesSlot, wd windowing) (wait func()) {
 }
 
 // windowing is what the workers compute of each series: fn over the
-// windows of range rng, offset, at each step of st. keepStale keeps the
-// staleness markers in the loaded samples, for a selector's lookback.
+// windows of range rng, offset, at each step of st.
 type windowing struct {
 	st          steps
 	offset, rng time.Duration
-	fn          windowFunc
-	keepStale   bool
+	fn          rangeFunc
 }
 
 // do loads the series of sl and computes its windows.
 func (se *seriesEval) do(sl *seriesSlot, wd windowing) {
 	se.it = sl.series.Iterator(se.it)
-	if sl.err = se.load(se.it, wd.keepStale); sl.err == nil {
+	if sl.err = se.load(se.it, wd); sl.err == nil {
 		sl.got = se.windows(sl, wd)
 	}
 }
@@ -315,78 +311,52 @@ func counterName(name string) bool {
 		strings.HasSuffix(name, "_count") || strings.HasSuffix(name, "_bucket")
 }
 
-// floatsAppender is an iterator that hands out all its samples at once
+// valuesAppender is an iterator that hands out all its samples at once
 // (strata's chunkenc.SeriesIterator).
-type floatsAppender interface {
-	AppendFloats(ts []int64, vs []float64) ([]int64, []float64, bool, error)
+type valuesAppender interface {
+	AppendValues(ts []int64, vals *stratachunkenc.Values, every int64) ([]int64, bool, error)
 }
 
-// load reads a series' float samples into ts and vs, leaving out
-// staleness markers as range selectors do, and finds its counter resets;
-// or, with keepStale, all samples as they are, without resets.
-func (ev *seriesEval) load(it chunkenc.Iterator, keepStale bool) error {
-	ev.ts, ev.vs, ev.resets = ev.ts[:0], ev.vs[:0], ev.resets[:0]
-	if fa, ok := it.(floatsAppender); ok {
-		ts, vs, ok, err := fa.AppendFloats(ev.ts, ev.vs)
+// load reads a series' float samples into ts and vals as wd's function
+// needs them: without staleness markers, as range selectors read them,
+// and with its counter resets found, unless it is a selector's.
+func (ev *seriesEval) load(it chunkenc.Iterator, wd windowing) error {
+	f := wd.fn
+	ev.ts, ev.resets = ev.ts[:0], ev.resets[:0]
+	ev.vals.Reset()
+	if va, ok := it.(valuesAppender); ok {
+		// A function that reads a few values of each window reads
+		// them a step apart.
+		every := wd.st.interval
+		if f.floats {
+			every = 0
+		}
+		ts, ok, err := va.AppendValues(ev.ts, &ev.vals, every)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return errWhole
 		}
-		if keepStale {
-			ev.ts, ev.vs = ts, vs
-			return nil
-		}
-		// Staleness markers are rare: until the first, the samples stay
-		// where they are, and one pass finds the resets and the marker
-		// (a NaN is below no value).
-		k := 0
-		if len(vs) > 0 && !value.IsStaleNaN(vs[0]) {
-			prev := vs[0]
-			for k = 1; k < len(vs); k++ {
-				v := vs[k]
-				if v < prev {
-					ev.resets = append(ev.resets, k)
-				} else if math.Float64bits(v) == value.StaleNaN {
-					break
-				}
-				prev = v
+		ev.ts = ts
+	} else {
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				return errWhole
 			}
+			t, v := it.At()
+			ev.ts = append(ev.ts, t)
+			ev.vals.Append(v)
 		}
-		for j := k; j < len(vs); j++ {
-			v := vs[j]
-			if value.IsStaleNaN(v) {
-				continue
-			}
-			if k > 0 && v < vs[k-1] {
-				ev.resets = append(ev.resets, k)
-			}
-			ts[k], vs[k] = ts[j], v
-			k++
+		if err := it.Err(); err != nil {
+			return err
 		}
-		ev.ts, ev.vs = ts[:k], vs[:k]
+	}
+	if f.keepStale {
 		return nil
 	}
-	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-		if vt != chunkenc.ValFloat {
-			return errWhole
-		}
-		t, v := it.At()
-		if keepStale {
-			ev.ts, ev.vs = append(ev.ts, t), append(ev.vs, v)
-			continue
-		}
-		if value.IsStaleNaN(v) {
-			continue
-		}
-		if n := len(ev.vs); n > 0 && v < ev.vs[n-1] {
-			ev.resets = append(ev.resets, n)
-		}
-		ev.ts = append(ev.ts, t)
-		ev.vs = append(ev.vs, v)
-	}
-	return it.Err()
+	ev.ts, ev.resets = ev.vals.DropStale(ev.ts, ev.resets)
+	return nil
 }
 
 // windows fills sl's vals and has with fn of the loaded series over each
@@ -403,7 +373,9 @@ func (ev *seriesEval) windows(sl *seriesSlot, wd windowing) int {
 	// The window is the worker's, so that passing it to fn does not
 	// allocate.
 	w := &ev.w
-	*w = window{ts: ts, vs: ev.vs, resets: ev.resets, rangeMs: (rng + offset).Milliseconds(), offsetMs: offset.Milliseconds(), rangeSeconds: rng.Seconds()}
+	// Functions that read every value of their windows have them as floats.
+	vs, _ := ev.vals.Floats()
+	*w = window{ts: ts, vals: &ev.vals, vs: vs, resets: ev.resets, rangeMs: (rng + offset).Milliseconds(), offsetMs: offset.Milliseconds(), rangeSeconds: rng.Seconds()}
 	got := 0
 	for k := range n {
 		w.at = st.at(k)
@@ -426,7 +398,7 @@ func (ev *seriesEval) windows(sl *seriesSlot, wd windowing) int {
 		if w.lo == w.hi {
 			continue
 		}
-		if v, ok := wd.fn(w); ok {
+		if v, ok := wd.fn.fn(w); ok {
 			sl.vals[k], sl.has[k] = v, true
 			got++
 		}
@@ -457,7 +429,10 @@ func search(ts []int64, lo int, t int64) int {
 
 // window is a step's window of a loaded series: samples lo to hi-1.
 type window struct {
-	ts     []int64
+	ts   []int64
+	vals *stratachunkenc.Values
+	// vs are the values as floats, for functions that read all of a
+	// window's (see rangeFunc.floats); nil for the others.
 	vs     []float64
 	resets []int // indices of samples lower than the one before
 	lo, hi int
@@ -470,35 +445,59 @@ type window struct {
 	rangeSeconds      float64
 }
 
+// value returns the i'th value of the series.
+func (w *window) value(i int) float64 {
+	if w.vs != nil {
+		return w.vs[i]
+	}
+	return w.vals.At(i)
+}
+
 // A windowFunc computes a range function's value over a non-empty
 // window, as Prometheus' function of the same name computes it for
 // float samples, or says there is none.
 type windowFunc func(w *window) (float64, bool)
 
-// windowFuncs are the range functions an inner may apply.
-var windowFuncs = map[string]windowFunc{
-	"rate":          func(w *window) (float64, bool) { return w.extrapolatedRate(true, true) },
-	"increase":      func(w *window) (float64, bool) { return w.extrapolatedRate(true, false) },
-	"delta":         func(w *window) (float64, bool) { return w.extrapolatedRate(false, false) },
-	"irate":         func(w *window) (float64, bool) { return instantValue(w, true) },
-	"idelta":        func(w *window) (float64, bool) { return instantValue(w, false) },
-	"changes":       changes,
-	"resets":        resets,
-	"sum_over_time": sumOverTime,
-	"avg_over_time": avgOverTime,
-	"min_over_time": func(w *window) (float64, bool) {
-		return extremeOverTime(w, func(cur, x float64) bool { return cur < x })
-	},
-	"max_over_time": func(w *window) (float64, bool) {
-		return extremeOverTime(w, func(cur, x float64) bool { return cur > x })
-	},
-	"count_over_time": func(w *window) (float64, bool) { return float64(w.hi - w.lo), true },
+// rangeFunc is a windowFunc and what it reads of a series' samples.
+type rangeFunc struct {
+	fn windowFunc
+	// floats says fn reads every value of its windows (window.vs), not
+	// a few of them (window.vals.At): the series' values are made floats
+	// as they are loaded, not as fn reads them.
+	floats bool
+	// keepStale keeps the staleness markers in the loaded samples, for a
+	// selector's lookback.
+	keepStale bool
 }
+
+// windowFuncs are the range functions an inner may apply.
+var windowFuncs = map[string]rangeFunc{
+	"rate":          {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(true, true) }},
+	"increase":      {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(true, false) }},
+	"delta":         {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(false, false) }},
+	"irate":         {fn: func(w *window) (float64, bool) { return instantValue(w, true) }},
+	"idelta":        {fn: func(w *window) (float64, bool) { return instantValue(w, false) }},
+	"changes":       {fn: changes, floats: true},
+	"resets":        {fn: resets},
+	"sum_over_time": {fn: sumOverTime, floats: true},
+	"avg_over_time": {fn: avgOverTime, floats: true},
+	"min_over_time": {fn: func(w *window) (float64, bool) {
+		return extremeOverTime(w, func(cur, x float64) bool { return cur < x })
+	}, floats: true},
+	"max_over_time": {fn: func(w *window) (float64, bool) {
+		return extremeOverTime(w, func(cur, x float64) bool { return cur > x })
+	}, floats: true},
+	"count_over_time": {fn: func(w *window) (float64, bool) { return float64(w.hi - w.lo), true }},
+}
+
+// selectorFunc is an instant vector selector's value at each step: the
+// last sample of its lookback window, staleness markers included.
+var selectorFunc = rangeFunc{fn: lastValue, keepStale: true}
 
 // lastValue is an instant vector selector's value at a step: the last
 // sample of its lookback window, or none if that is a staleness marker.
 func lastValue(w *window) (float64, bool) {
-	v := w.vs[w.hi-1]
+	v := w.value(w.hi - 1)
 	return v, !value.IsStaleNaN(v)
 }
 
@@ -506,14 +505,15 @@ func lastValue(w *window) (float64, bool) {
 // or delta over the window, computed as Prometheus' extrapolatedRate
 // computes it.
 func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
-	ts, vs, lo, hi := w.ts, w.vs, w.lo, w.hi
+	ts, lo, hi := w.ts, w.lo, w.hi
 	if hi-lo < 2 {
 		return 0, false
 	}
-	result := vs[hi-1] - vs[lo]
+	first := w.value(lo)
+	result := w.value(hi-1) - first
 	if isCounter {
 		for _, r := range w.resetsIn() {
-			result += vs[r-1]
+			result += w.value(r - 1)
 		}
 	}
 	rangeStart := w.at - w.rangeMs
@@ -531,8 +531,8 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 		// A counter cannot go below zero: extrapolate to the start no
 		// further than to where it would have been zero.
 		durationToZero := durationToStart
-		if result > 0 && vs[lo] >= 0 {
-			durationToZero = sampledInterval * (vs[lo] / result)
+		if result > 0 && first >= 0 {
+			durationToZero = sampledInterval * (first / result)
 		}
 		if durationToZero < durationToStart {
 			durationToStart = durationToZero
@@ -571,7 +571,7 @@ func instantValue(w *window, isRate bool) (float64, bool) {
 		return 0, false
 	}
 	t0, t1 := w.ts[w.hi-2], w.ts[w.hi-1]
-	v0, v1 := w.vs[w.hi-2], w.vs[w.hi-1]
+	v0, v1 := w.value(w.hi-2), w.value(w.hi-1)
 	sampledInterval := t1 - t0
 	if sampledInterval == 0 {
 		return 0, false

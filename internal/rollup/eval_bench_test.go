@@ -9,31 +9,37 @@ import (
 	"github.com/strata-db/strata/internal/chunkenc"
 )
 
-// BenchmarkSeriesEval loads a counter scraped every 15 s from a block's
-// chunks (decimal, JoinSamples samples each) and computes rate(...[5m])
-// at 240 steps: a worker's part of a dashboard's range query, over 2 h
-// and over 24 h.
+// BenchmarkSeriesEval loads a counter of hundredths scraped every 15 s
+// from a block's chunks (decimal, JoinSamples samples each) and computes
+// rate(...[5m]) or the selector's value at 240 steps: a worker's part of
+// a dashboard's range query, over 2 h to 24 h (2 to 24 samples a step;
+// from 8 h on, the values stay stored: see chunkenc.StoredPer).
 //
 //	go test -run=NONE -bench=BenchmarkSeriesEval -benchmem -count=6 ./internal/rollup/
 func BenchmarkSeriesEval(b *testing.B) {
-	for _, span := range []time.Duration{2 * time.Hour, 24 * time.Hour} {
-		b.Run(fmt.Sprintf("span=%v", span), func(b *testing.B) {
-			const interval = int64(15000)
-			n := int(span.Milliseconds() / interval)
-			series := counterSeries(b, n, interval)
-			st := steps{start: 0, end: span.Milliseconds(), interval: span.Milliseconds() / 240}
-			se := &seriesEval{}
-			sl := &seriesSlot{series: series}
-			wd := windowing{st: st, rng: 5 * time.Minute, fn: windowFuncs["rate"]}
-			b.ReportAllocs()
-			for b.Loop() {
-				se.do(sl, wd)
-				if sl.err != nil || sl.got == 0 {
-					b.Fatal(sl.err, sl.got)
+	for _, span := range []time.Duration{2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 24 * time.Hour} {
+		for _, fn := range []string{"rate", "selector"} {
+			b.Run(fmt.Sprintf("span=%v/fn=%s", span, fn), func(b *testing.B) {
+				const interval = int64(15000)
+				n := int(span.Milliseconds() / interval)
+				series := counterSeries(b, n, interval)
+				st := steps{start: 0, end: span.Milliseconds(), interval: span.Milliseconds() / 240}
+				se := &seriesEval{}
+				sl := &seriesSlot{series: series}
+				wd := windowing{st: st, rng: 5 * time.Minute, fn: windowFuncs["rate"]}
+				if fn == "selector" {
+					wd.fn = selectorFunc
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
-		})
+				b.ReportAllocs()
+				for b.Loop() {
+					se.do(sl, wd)
+					if sl.err != nil || sl.got == 0 {
+						b.Fatal(sl.err, sl.got)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
+			})
+		}
 	}
 }
 

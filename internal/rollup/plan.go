@@ -143,7 +143,7 @@ func innerOf(expr parser.Expr) *inner {
 	case *parser.VectorSelector:
 		in.vs, in.pos = e, e.PositionRange()
 	case *parser.Call:
-		if windowFuncs[e.Func.Name] == nil || len(e.Args) != 1 {
+		if _, ok := windowFuncs[e.Func.Name]; !ok || len(e.Args) != 1 {
 			return nil
 		}
 		ms, ok := e.Args[0].(*parser.MatrixSelector)

@@ -89,6 +89,24 @@ func openData(t *testing.T) *db.DB {
 	for i := range batchSeries + batchSeries/2 {
 		counter(labels.FromStrings("__name__", "many_total", "i", fmt.Sprint(i), "m", fmt.Sprint(i%3)), 1)
 	}
+	// Counters and a gauge in hundredths, as exporters give seconds of
+	// CPU or load: their blocks' chunks hold mantissas, which a query
+	// with many samples a step divides only where it reads them.
+	for i := range 3 {
+		c := rng.IntN(10000)
+		for ts := t0; ts < t0+dataSpan; ts += 15000 {
+			switch r := rng.IntN(100); {
+			case r < 5:
+				continue
+			case r < 8:
+				c = rng.IntN(100)
+			default:
+				c += rng.IntN(500)
+			}
+			add(labels.FromStrings("__name__", "dec_total", "i", fmt.Sprint(i)), storage.Sample{T: ts + rng.Int64N(2000), V: float64(c) / 100})
+			add(labels.FromStrings("__name__", "dec_gauge", "i", fmt.Sprint(i)), storage.Sample{T: ts, V: float64(rng.IntN(2000)-1000) / 100})
+		}
+	}
 	// A gauge with runs of NaN, for changes.
 	for k, ts := 0, t0; ts < t0+dataSpan; k, ts = k+1, ts+15000 {
 		v := float64(k % 7)
@@ -194,6 +212,16 @@ var diffQueries = []string{
 	`sum by (i) (a_total) / on (i) g`,
 	`h_total`,
 	`mixed_total`,
+	`rate(dec_total[5m])`,
+	`sum by (i) (increase(dec_total[10m]))`,
+	`resets(dec_total[10m])`,
+	`irate(dec_total[3m])`,
+	`delta(dec_gauge[10m])`,
+	`idelta(dec_gauge[5m])`,
+	`dec_gauge`,
+	`max(dec_gauge offset 1m)`,
+	`changes(dec_gauge[5m])`,
+	`avg_over_time(dec_gauge[5m])`,
 }
 
 // TestAgainstEngine runs every diffQueries query, instant and over
