@@ -419,13 +419,14 @@ type DecimalIterator struct {
 
 	err error
 	// pos is where AppendSamples reads next, in bits from the start of
-	// br's stream, in pad, br's stream with decimalPad zero bytes after
-	// it once padded; res is its buffer. Reset keeps pad's and res'
-	// memory.
-	pos    uint
-	padded bool
-	pad    []byte
-	res    []uint64
+	// br's stream. Once padded, pad holds the stream from bit padBase on
+	// with decimalPad zero bytes after it. res is AppendSamples' buffer.
+	// Reset keeps pad's and res' memory.
+	pos     uint
+	padded  bool
+	padBase uint
+	pad     []byte
+	res     []uint64
 }
 
 // Reset makes the iterator start over on the decimal chunk b.
@@ -610,16 +611,26 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		ot[j], res[j] = t, uint64(m)
 	}
 	j0 := j
-	// The timestamps, and the values' residuals, read from a copy of the
-	// chunk with zeros after it, so that a load may go past the end: what
-	// is read from one position checked to be in the chunk ends within
-	// decimalPad bytes of it, and a position past the end means a
-	// truncated chunk.
-	if !it.padded {
-		it.pad = append(append(it.pad[:0], it.br.stream...), make([]byte, decimalPad)...)
-		it.padded = true
+	// The timestamps, and the values' residuals: what is read from one
+	// position checked (pos <= safe) ends within decimalPad bytes of it.
+	// They are read from the chunk while that many bytes follow, and then
+	// from a copy of its last bytes with zeros after them, so that a load
+	// may go past the end; there a position past the end means a
+	// truncated chunk. Positions count bits from the start of b, which
+	// is base bits into the chunk.
+	stream := it.br.stream
+	b, base := stream, uint(0)
+	if !it.padded && len(stream) < decimalPad {
+		it.padTail(it.pos)
 	}
-	b, pos, end := it.pad, it.pos, uint(len(it.br.stream))*8
+	if it.padded {
+		b, base = it.pad, it.padBase
+	}
+	pos, end := it.pos-base, uint(len(stream))*8-base
+	safe := end
+	if !it.padded {
+		safe = uint(len(stream)-decimalPad) * 8
+	}
 	tw, vw := uint(it.tw), uint(it.vw)
 	// Where a sample's two residuals take at most 32 bits, the 64 bits
 	// from pos hold per samples, each taken from the top of the word
@@ -639,8 +650,13 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		}
 	}
 	for j < n {
-		if pos > end {
-			return ts[:n0], vs[:n0], false
+		if pos > safe {
+			if pos > end || it.padded {
+				return ts[:n0], vs[:n0], false
+			}
+			it.padTail(pos)
+			b, base = it.pad, it.padBase
+			pos, end, safe = pos-base, end-base, end-base
 		}
 		var tr, vr uint64
 		if per >= 2 && tw == 0 {
@@ -689,7 +705,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		ot[j], res[j] = t, vr
 		j++
 	}
-	if pos > end || (k0+n == int(it.num) && !decimalEndOK(it.br.stream, pos)) {
+	if pos > end || (k0+n == int(it.num) && !decimalEndOK(stream, base+pos)) {
 		return ts[:n0], vs[:n0], false
 	}
 	// The mantissas.
@@ -711,7 +727,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 			res[k] = uint64(m)
 		}
 	}
-	it.pos, it.t, it.dt, it.m, it.dm, it.read = pos, t, dt, m, dm, uint16(k0+n)
+	it.pos, it.t, it.dt, it.m, it.dm, it.read = base+pos, t, dt, m, dm, uint16(k0+n)
 	if maxt != math.MaxInt64 {
 		for k, t := range ot {
 			if t > maxt {
@@ -751,6 +767,15 @@ func (it *DecimalIterator) AppendStored(ts []int64, vs []float64, maxt int64, li
 	ts, vs, ok = it.AppendSamples(ts, vs, maxt, limit)
 	it.stored = false
 	return ts, vs, div, ok
+}
+
+// padTail copies the chunk from the byte holding bit pos on into pad,
+// with decimalPad zero bytes after it, for AppendSamples to read past the
+// end.
+func (it *DecimalIterator) padTail(pos uint) {
+	from := pos / 8
+	it.pad = append(append(it.pad[:0], it.br.stream[from:]...), make([]byte, decimalPad)...)
+	it.padded, it.padBase = true, from*8
 }
 
 // decimalEndOK reports whether no more than a byte's zero padding follows bit
