@@ -32,7 +32,10 @@
 // has none, so the engine's lookback finds exactly the inner's value at
 // each step. Everything around the inner (histogram_quantile, topk,
 // binary operators) is the engine's own evaluation of the same values in
-// the same order.
+// the same order. A query that is one inner alone has nothing around
+// it: its answer is made from the inner's result directly, as the
+// engine would make it (the engine's walk of the step series took a
+// tenth of a day-long range query's CPU).
 //
 // An inner is taken only where nothing around it can tell the difference:
 // its ancestors are aggregations, binary and unary operators, parentheses

@@ -2,6 +2,8 @@ package rollup
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,7 +122,18 @@ type query struct {
 	mu       sync.Mutex
 	canceled bool
 	cancel   context.CancelFunc // of the inners' evaluation
+	// stats are the query's statistics where it is answered without
+	// the engine (see answer); nil otherwise.
+	stats *stats.Statistics
+	// points hold the answer's points, from pointsPool, until Close.
+	points *[]promql.FPoint
 }
+
+// pointsPool keeps the points of answers from one query to the next, as
+// the engine keeps those of its own answers: a day-long range query's
+// are megabytes, which would otherwise be allocated and collected each
+// time.
+var pointsPool = sync.Pool{New: func() any { return new([]promql.FPoint) }}
 
 func (q *query) Exec(ctx context.Context) *promql.Result {
 	ctx, cancel := context.WithCancel(ctx)
@@ -136,6 +149,12 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 	ev := evaluators.Get().(*evaluator)
 	defer evaluators.Put(ev)
 	ev.maxSamples = q.maxSamples
+	var st *stats.Statistics
+	if q.plan.alone {
+		st = &stats.Statistics{Timers: stats.NewQueryTimers(), Samples: stats.NewQuerySamples(false)}
+		defer st.Timers.GetTimer(stats.ExecTotalTime).Start().Stop()
+		defer st.Timers.GetTimer(stats.EvalTotalTime).Start().Stop()
+	}
 	for _, in := range q.plan.inners {
 		res, ws, err := ev.eval(ctx, q.virtual.Queryable, in, q.virtual.steps, q.lookback)
 		if err != nil {
@@ -147,9 +166,62 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 		q.virtual.results = append(q.virtual.results, res)
 	}
 	q.taken.Add(1)
+	if st != nil {
+		points := pointsPool.Get().(*[]promql.FPoint)
+		v := q.answer(q.virtual.results[0], st.Samples, points)
+		q.mu.Lock()
+		q.stats, q.points = st, points
+		q.mu.Unlock()
+		return &promql.Result{Value: v, Warnings: annos}
+	}
 	res := q.Query.Exec(ctx)
 	res.Warnings = annos.Merge(res.Warnings)
 	return res
+}
+
+// answer returns the answer to a query that is the one inner whose
+// result is res: the engine's answer to the rewritten query, a selector
+// of the result's series, whose lookback finds each step's value. In a
+// range query's matrix the series are sorted by their labels, as the
+// engine sorts them; in an instant query's vector they are in the
+// result's order, as the engine selects them. It counts the samples the
+// engine would have read, and held at once, in samples. A range query's
+// points go into points' memory.
+func (q *query) answer(res *result, samples *stats.QuerySamples, points *[]promql.FPoint) parser.Value {
+	st := q.virtual.steps
+	n := 0
+	for _, s := range res.series {
+		for _, ok := range s.has {
+			if ok {
+				n++
+			}
+		}
+	}
+	samples.TotalSamples, samples.PeakSamples = int64(n), n
+	if st.interval == 0 {
+		// A result's series has a value at a step at least: here, the one.
+		vec := make(promql.Vector, len(res.series))
+		for i, s := range res.series {
+			vec[i] = promql.Sample{Metric: s.lset, F: s.vals[0], T: st.start}
+		}
+		return vec
+	}
+	mat := make(promql.Matrix, 0, len(res.series))
+	fs := slices.Grow((*points)[:0], n)
+	for _, s := range res.series {
+		from := len(fs)
+		for k, ok := range s.has {
+			if ok {
+				fs = append(fs, promql.FPoint{T: st.at(k), F: s.vals[k]})
+			}
+		}
+		if len(fs) > from {
+			mat = append(mat, promql.Series{Metric: s.lset, Floats: fs[from:len(fs):len(fs)]})
+		}
+	}
+	*points = fs
+	sort.Sort(mat)
+	return mat
 }
 
 // execWhole runs the original query in Prometheus' engine.
@@ -179,11 +251,18 @@ func (q *query) Close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.Query.Close()
+	if q.points != nil {
+		pointsPool.Put(q.points)
+		q.points = nil
+	}
 }
 
 func (q *query) Stats() *stats.Statistics {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.stats != nil {
+		return q.stats
+	}
 	return q.Query.Stats()
 }
 

@@ -31,6 +31,9 @@ type inner struct {
 type plan struct {
 	inners    []*inner
 	rewritten string
+	// alone says the query is its one inner: its answer is the inner's
+	// result, with no need of the engine.
+	alone bool
 	// startTimes leaves calls of startTimeFuncs to the engine.
 	startTimes bool
 }
@@ -87,6 +90,7 @@ func newPlan(p parser.Parser, qs string, startTimes bool) *plan {
 	}
 	b.WriteString(qs[last:])
 	pl.rewritten = b.String()
+	pl.alone = len(pl.inners) == 1 && strings.TrimSpace(pl.rewritten) == marker(0)
 	return pl
 }
 

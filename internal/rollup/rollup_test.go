@@ -526,3 +526,52 @@ func TestSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestAlone checks that a query that is one inner is answered without
+// the engine, with the engine's answer (TestAgainstEngine) and the
+// statistics of the samples the engine would have read, and that other
+// queries are not.
+func TestAlone(t *testing.T) {
+	store := openData(t)
+	prom := newPromEngine(t, 50000000)
+	e := New(Options{Engine: prom, MaxSamples: 50000000})
+	ctx := context.Background()
+	start := timestamp.Time(t0 + dataSpan/2)
+	for qs, alone := range map[string]bool{
+		`rate(a_total[5m])`:               true,
+		` sum by (i) (rate(a_total[5m]))`: true,
+		`nan_gauge`:                       true,
+		`(nan_gauge)`:                     false,
+		`sum(rate(a_total[5m])) > 0`:      false,
+		`rate(h_total[5m])`:               true, // but runs whole: histograms
+	} {
+		for _, step := range []time.Duration{0, time.Minute} {
+			var q promql.Query
+			var err error
+			if step == 0 {
+				q, err = e.NewInstantQuery(ctx, store, nil, qs, start)
+			} else {
+				q, err = e.NewRangeQuery(ctx, store, nil, qs, start, start.Add(20*time.Minute), step)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rq, ok := q.(*query)
+			if !ok || rq.plan.alone != alone {
+				t.Fatalf("%q: alone %v, want %v", qs, ok && rq.plan.alone, alone)
+			}
+			res := q.Exec(ctx)
+			if res.Err != nil {
+				t.Fatalf("%q: %v", qs, res.Err)
+			}
+			answered := rq.stats != nil
+			if want := alone && qs != `rate(h_total[5m])`; answered != want {
+				t.Errorf("%q step %v: answered without the engine %v, want %v", qs, step, answered, want)
+			}
+			if st := q.Stats().Samples; answered && (st.TotalSamples != int64(points(res)) || st.PeakSamples != points(res) || points(res) == 0) {
+				t.Errorf("%q step %v: %d samples, peak %d; %d points", qs, step, st.TotalSamples, st.PeakSamples, points(res))
+			}
+			q.Close()
+		}
+	}
+}
