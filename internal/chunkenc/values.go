@@ -49,8 +49,9 @@ func (v *Values) At(i int) float64 {
 	return float64(int64(math.Float64bits(v.vs[i]))) / v.div
 }
 
-// Floats returns the values if all are stored as floats (see
-// AppendValues' floats), the slice v holds; otherwise ok is false.
+// Floats returns the values if all are stored as floats (as
+// AppendValues stores them for a reader of every value), the slice v
+// holds; otherwise ok is false.
 func (v *Values) Floats() (vs []float64, ok bool) {
 	for _, r := range v.runs {
 		if r.div != 0 {
