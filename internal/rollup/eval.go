@@ -63,7 +63,7 @@ type evaluator struct {
 	// series of the other are read and the results of the one before
 	// taken.
 	batches [2][]seriesSlot
-	// outputs are the labels of an eval's results, for duplicates.
+	// outputs are the labels of a function's results, for duplicates.
 	outputs []output
 }
 
@@ -150,6 +150,11 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 		points int
 	)
 	ev.outputs = ev.outputs[:0]
+	// Two results with the same labels fail the engine's query. Series
+	// are unique, so only a function's results can be the same, having
+	// lost the metric name and the type and unit labels: of the series of
+	// one metric name, only two that differ in type or unit only.
+	checkDups := in.call != nil && !oneName(in.vs.LabelMatchers)
 	if in.agg != nil {
 		agg = newAggregator(in.agg, n)
 	}
@@ -184,8 +189,9 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 			out := lset
 			if in.call != nil {
 				out = lset.DropReserved(schema.IsMetadataLabel)
+				ev.outputs = append(ev.outputs, output{lset: out})
+				checkDups = checkDups || out.Len() < lset.Len()-1
 			}
-			ev.outputs = append(ev.outputs, output{hash: out.Hash(), lset: out})
 			if agg != nil {
 				agg.add(out, sl.vals, sl.has)
 				continue
@@ -237,15 +243,30 @@ func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, s
 	if err := ss.Err(); err != nil {
 		return nil, annos, err
 	}
-	if duplicates(ev.outputs) {
-		// The engine fails the query: two results with the same labels.
-		return nil, annos, errWhole
+	if checkDups {
+		for i := range ev.outputs {
+			ev.outputs[i].hash = ev.outputs[i].lset.Hash()
+		}
+		if duplicates(ev.outputs) {
+			// The engine fails the query: two results with the same labels.
+			return nil, annos, errWhole
+		}
 	}
 	annos.Merge(ss.Warnings())
 	if agg != nil {
 		res.series = agg.result()
 	}
 	return res, annos, nil
+}
+
+// oneName reports whether ms select the series of one metric name.
+func oneName(ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if m.Name == labels.MetricName && m.Type == labels.MatchEqual && m.Value != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // duplicates reports whether two of outs have the same labels. It sorts

@@ -116,6 +116,13 @@ func openData(t *testing.T) *db.DB {
 		add(labels.FromStrings("__name__", "nan_gauge"), storage.Sample{T: ts, V: v})
 	}
 	counter(labels.FromStrings("__name__", "dup_total", "x", "1"), 1)
+	// One name, and series that differ only in type or unit, which the
+	// functions drop with the name.
+	counter(labels.FromStrings("__name__", "typed_total", "x", "1"), 1)
+	counter(labels.FromStrings("__name__", "typed_total", "__type__", "counter", "x", "1"), 1)
+	counter(labels.FromStrings("__name__", "typed_total", "__unit__", "seconds", "x", "2"), 1)
+	counter(labels.FromStrings("__name__", "united_total", "__unit__", "seconds", "x", "1"), 1)
+	counter(labels.FromStrings("__name__", "united_total", "x", "2"), 1)
 	counter(labels.FromStrings("__name__", "dup2_total", "x", "1"), 1)
 	for _, le := range []string{"0.1", "0.5", "1", "+Inf"} {
 		counter(labels.FromStrings("__name__", "lat_bucket", "le", le, "job", "api"), 1)
@@ -162,6 +169,10 @@ var diffQueries = []string{
 	`rate({__name__=~"dup_total|dup2_total"}[5m])`,
 	`sum(rate({__name__=~"dup_total|dup2_total"}[5m]))`,
 	`rate({__name__=~"a_total|g"}[5m])`,
+	`rate(typed_total[5m])`,
+	`sum by (x) (rate(typed_total{x="1"}[5m]))`,
+	`rate(typed_total{x="2"}[5m])`,
+	`increase(united_total[5m])`,
 	`histogram_quantile(0.9, sum by (le, job) (rate(lat_bucket[5m])))`,
 	`topk(3, rate(a_total[5m]))`,
 	`sum(rate(a_total[5m])) / sum(rate(b_total[5m]))`,
