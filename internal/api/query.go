@@ -110,6 +110,9 @@ func (a *API) queryRange(r *http.Request) result {
 	if r.FormValue("stats") == "" {
 		startMs, endMs, stepMs := timestamp.FromTime(start), timestamp.FromTime(end), step.Milliseconds()
 		if parts := a.splitParts(r.FormValue("query"), startMs, endMs, stepMs); parts > 1 {
+			if res, ok := a.execTaken(ctx, cancel, opts, r.FormValue("query"), start, end, step, limit); ok {
+				return res
+			}
 			return a.execSplit(ctx, cancel, opts, r.FormValue("query"), startMs, endMs, stepMs, parts, limit)
 		}
 	}
@@ -180,11 +183,15 @@ func (a *API) queryOpts(r *http.Request) (promql.QueryOpts, *apiError) {
 // and ctx canceled, only after the response is written: the result's
 // points live in slices the engine recycles on Close.
 func (a *API) exec(ctx context.Context, cancel context.CancelFunc, qry promql.Query, statsParam string, limit int) result {
+	return a.finish(cancel, qry, qry.Exec(ctx), statsParam, limit)
+}
+
+// finish turns the outcome res of qry into a result, as exec does.
+func (a *API) finish(cancel context.CancelFunc, qry promql.Query, res *promql.Result, statsParam string, limit int) result {
 	finalize := func() {
 		qry.Close()
 		cancel()
 	}
-	res := qry.Exec(ctx)
 	if res.Err != nil {
 		return result{err: classify(res.Err), warnings: res.Warnings, finalize: finalize}
 	}

@@ -6,7 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/strata-db/strata/internal/rollup"
 )
 
 // countingQueryable counts the queriers asked of it: one per query, or
@@ -114,6 +117,46 @@ func TestSplitRangeQueryErrors(t *testing.T) {
 		}
 		if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
 			t.Errorf("%s:\n got %d %s\nwant %d %s", query, got.Code, got.Body, want.Code, want.Body)
+		}
+	}
+}
+
+// TestSplitTakenWhole checks that a range query whose selectors the
+// rollup evaluates all runs whole, on the rollup's own cores, and that
+// one over native histograms, which the rollup leaves to the engine, and
+// one the rollup does not take are split; all answer as the whole query
+// in the engine alone does.
+func TestSplitTakenWhole(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	whole := newTestAPI(fixture(), nil)
+	store := &countingQueryable{Queryable: fixture()}
+	split := newTestAPI(nil, func(o *Options) {
+		o.Queryable = store
+		o.RangeParallelism = 2
+		o.Rollup = rollup.New(rollup.Options{Engine: o.Engine, Parser: p, MaxSamples: 1e6})
+	})
+	// Queriers: the rollup opens one for each of its inners and the
+	// engine one for the rest of the query, unless the query is an inner
+	// alone; a part of a split query tried by the rollup and left to the
+	// engine opens two.
+	for _, c := range []struct {
+		query    string
+		queriers int64
+	}{
+		{`sum by (job) (rate(http_requests_total[2m]))`, 1},
+		{`rate(http_requests_total[1m]) / on (instance, job) group_left sum by (instance, job) (rate(http_requests_total[2m]))`, 3},
+		{`sum(request_duration_seconds)`, 1 + 2*2},
+		{`max_over_time(temperature[3m:20s])`, 2},
+	} {
+		target := "/api/v1/query_range?" + q("query", c.query, "start", "0", "end", "600", "step", "5")
+		want := do(whole, http.MethodGet, target, "")
+		before := store.n.Load()
+		got := do(split, http.MethodGet, target, "")
+		if want.Code != http.StatusOK || got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+			t.Errorf("%s:\n got %d %s\nwant %d %s", c.query, got.Code, got.Body, want.Code, want.Body)
+		}
+		if queriers := store.n.Load() - before; queriers != c.queriers {
+			t.Errorf("%s: %d queriers, want %d", c.query, queriers, c.queriers)
 		}
 	}
 }

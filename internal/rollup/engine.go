@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -62,6 +63,34 @@ func New(opts Options) *Engine {
 		opts.LookbackDelta = defaultLookbackDelta
 	}
 	return &Engine{opts: opts}
+}
+
+// TakesAll reports whether Engine evaluates every selector of the range
+// query qs itself, unless their series turn out to hold native
+// histograms, leaving Prometheus' engine only what is around them (an
+// aggregation of the results, a histogram_quantile). Such a query reads
+// and windows its series on all cores already.
+func (e *Engine) TakesAll(qs string) bool {
+	if e.opts.DelayedNameRemoval {
+		return false
+	}
+	pl := newPlan(e.opts.Parser, qs, e.opts.UseStartTimestamps)
+	return pl != nil && pl.complete
+}
+
+// ErrNotTaken is a query's error, under a context from NoFallback, where
+// Engine cannot evaluate its inners (native histograms, too many points,
+// two results with the same labels) and would run it whole in
+// Prometheus' engine.
+var ErrNotTaken = errors.New("rollup: the query runs whole in Prometheus' engine")
+
+type noFallbackKey struct{}
+
+// NoFallback returns a context for a query's Exec under which a query
+// Engine cannot evaluate itself fails with ErrNotTaken, for a caller
+// that would run it otherwise (in parts on several cores).
+func NoFallback(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noFallbackKey{}, true)
 }
 
 func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
@@ -158,6 +187,9 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 	for _, in := range q.plan.inners {
 		res, ws, err := ev.eval(ctx, q.virtual.Queryable, in, q.virtual.steps, q.lookback)
 		if err != nil {
+			if err == errWhole && ctx.Value(noFallbackKey{}) != nil {
+				return &promql.Result{Err: ErrNotTaken}
+			}
 			// errWhole, or the query was canceled or timed out, or the
 			// storage failed: the engine reports each its own way.
 			return q.execWhole(ctx)

@@ -586,3 +586,47 @@ func TestAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestTakesAll checks which queries Engine evaluates every selector of,
+// and that under NoFallback one it leaves to the engine fails with
+// ErrNotTaken instead.
+func TestTakesAll(t *testing.T) {
+	store := openData(t)
+	prom := newPromEngine(t, 50000000)
+	e := New(Options{Engine: prom, MaxSamples: 50000000})
+	for qs, want := range map[string]bool{
+		`sum by (i) (rate(a_total[5m]))`:                                   true,
+		`histogram_quantile(0.9, sum by (le, job) (rate(lat_bucket[5m])))`: true,
+		`sum(rate(a_total[5m])) / sum(rate(b_total[5m]))`:                  true,
+		`rate(h_total[5m])`:                                                true, // until its histograms are read
+		`sum(rate(a_total[5m])) / g`:                                       false,
+		`rate(a_total[5m]) + deriv(nan_gauge[5m])`:                         false,
+		`max_over_time(rate(a_total[5m])[10m:1m])`:                         false,
+		`rate(a_total[5m] @ 1700001000)`:                                   false,
+	} {
+		if got := e.TakesAll(qs); got != want {
+			t.Errorf("TakesAll(%q) = %v, want %v", qs, got, want)
+		}
+	}
+	ctx := context.Background()
+	start := timestamp.Time(t0)
+	for _, qs := range []string{`rate(h_total[5m])`, `rate(a_total[5m])`} {
+		q, err := e.NewRangeQuery(ctx, store, nil, qs, start, start.Add(time.Hour), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := q.Exec(NoFallback(ctx))
+		if notTaken := qs == `rate(h_total[5m])`; errors.Is(res.Err, ErrNotTaken) != notTaken || (!notTaken && res.Err != nil) {
+			t.Errorf("%s under NoFallback: %v", qs, res.Err)
+		}
+		q.Close()
+		q, err = e.NewRangeQuery(ctx, store, nil, qs, start, start.Add(time.Hour), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := q.Exec(ctx); res.Err != nil {
+			t.Errorf("%s: %v", qs, res.Err)
+		}
+		q.Close()
+	}
+}
