@@ -67,17 +67,19 @@ func refersToBounds(expr parser.Expr) bool {
 	return found
 }
 
-// execTaken runs the range query qs whole in the rollup if the rollup
-// evaluates all its selectors (rollup.Engine.TakesAll), and reports
-// whether it did: such a query reads and windows its series on all
-// cores already, and splitting it added a tenth to its CPU and took no
-// time off (24 h of 10k series, range queries of node_load1 and sums of
-// rates: 0.85-0.92 of the CPU, 0.8-1.0 of the time whole). A query whose
+// execTaken runs the range query qs whole in the rollup if it is one
+// inner alone (rollup.Engine.Alone), and reports whether it did: the
+// rollup reads and windows its series on all cores already and answers
+// it without the engine, and splitting it added a tenth to its CPU and
+// took no time off (24 h of 10k series, range queries of node_load1 and
+// sums of rates: 0.85-0.92 of the CPU, 0.8-1.0 of the time whole). A
+// query with more around its inners (a histogram_quantile, a topk) is
+// split: the engine evaluates that part on one core. A query whose
 // series hold native histograms, which the rollup leaves to the engine,
 // is not run: the caller splits it.
 func (a *API) execTaken(ctx context.Context, cancel context.CancelFunc, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration, limit int) (result, bool) {
 	eng, ok := a.rollup.(*rollup.Engine)
-	if !ok || !eng.TakesAll(qs) {
+	if !ok || !eng.Alone(qs) {
 		return result{}, false
 	}
 	qry, err := eng.NewRangeQuery(ctx, a.queryable, opts, qs, start, end, step)

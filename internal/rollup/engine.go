@@ -65,17 +65,16 @@ func New(opts Options) *Engine {
 	return &Engine{opts: opts}
 }
 
-// TakesAll reports whether Engine evaluates every selector of the range
-// query qs itself, unless their series turn out to hold native
-// histograms, leaving Prometheus' engine only what is around them (an
-// aggregation of the results, a histogram_quantile). Such a query reads
-// and windows its series on all cores already.
-func (e *Engine) TakesAll(qs string) bool {
+// Alone reports whether the query qs is one inner alone, which Engine
+// evaluates and answers without Prometheus' engine, unless its series
+// turn out to hold native histograms; it reads and windows them on all
+// cores.
+func (e *Engine) Alone(qs string) bool {
 	if e.opts.DelayedNameRemoval {
 		return false
 	}
 	pl := newPlan(e.opts.Parser, qs, e.opts.UseStartTimestamps)
-	return pl != nil && pl.complete
+	return pl != nil && pl.alone
 }
 
 // ErrNotTaken is a query's error, under a context from NoFallback, where

@@ -34,9 +34,6 @@ type plan struct {
 	// alone says the query is its one inner: its answer is the inner's
 	// result, with no need of the engine.
 	alone bool
-	// complete says every selector of the query is in an inner: the
-	// engine evaluates only what is around them.
-	complete bool
 	// startTimes leaves calls of startTimeFuncs to the engine.
 	startTimes bool
 }
@@ -94,14 +91,6 @@ func newPlan(p parser.Parser, qs string, startTimes bool) *plan {
 	b.WriteString(qs[last:])
 	pl.rewritten = b.String()
 	pl.alone = len(pl.inners) == 1 && strings.TrimSpace(pl.rewritten) == marker(0)
-	selectors := 0
-	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
-		if _, ok := node.(*parser.VectorSelector); ok {
-			selectors++
-		}
-		return nil
-	})
-	pl.complete = selectors == len(pl.inners)
 	return pl
 }
 
