@@ -651,7 +651,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	}
 	for j < n {
 		if pos > safe {
-			if pos > end || it.padded {
+			if pos > end { // once padded, safe is end
 				return ts[:n0], vs[:n0], false
 			}
 			it.padTail(pos)

@@ -34,8 +34,8 @@ func TestAppendValues(t *testing.T) {
 				it.Reset(chunks, nil, r[0], r[1])
 				var vals Values
 				gotT, ok, err := it.AppendValues(nil, &vals, every)
-				if !ok || err != nil || len(gotT) != vals.Len() {
-					t.Fatalf("%s [%d, %d] every %d: ok %v, error %v, %d timestamps, %d values", name, r[0], r[1], every, ok, err, len(gotT), vals.Len())
+				if !ok || err != nil || len(gotT) != len(vals.vs) {
+					t.Fatalf("%s [%d, %d] every %d: ok %v, error %v, %d timestamps, %d values", name, r[0], r[1], every, ok, err, len(gotT), len(vals.vs))
 				}
 				checkValues(t, fmt.Sprintf("%s [%d, %d] every %d", name, r[0], r[1], every), gotT, &vals, want, rng)
 				if vs, ok := vals.Floats(); every == 0 && (!ok || len(vs) != len(want)) {
@@ -54,7 +54,7 @@ func TestAppendValues(t *testing.T) {
 	var it SeriesIterator
 	it.Reset(withHist, nil, math.MinInt64, math.MaxInt64)
 	var vals Values
-	if gotT, ok, _ := it.AppendValues(nil, &vals, math.MaxInt64); ok || len(gotT) != 0 || vals.Len() != 0 {
+	if gotT, ok, _ := it.AppendValues(nil, &vals, math.MaxInt64); ok || len(gotT) != 0 || len(vals.vs) != 0 {
 		t.Errorf("a series with histograms: ok %v, %d samples", ok, len(gotT))
 	}
 	if it.Next() != promchunkenc.ValFloat {

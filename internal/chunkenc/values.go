@@ -34,9 +34,6 @@ type valueRun struct {
 // Reset empties v, keeping its memory.
 func (v *Values) Reset() { *v = Values{vs: v.vs[:0], runs: v.runs[:0]} }
 
-// Len returns the number of values.
-func (v *Values) Len() int { return len(v.vs) }
-
 // At returns the i'th value: float64(m)/div for a mantissa, as the
 // chunk's iterator computes it, so the same float to the bit.
 func (v *Values) At(i int) float64 {
@@ -63,24 +60,15 @@ func (v *Values) Floats() (vs []float64, ok bool) {
 
 // Append appends a float value.
 func (v *Values) Append(x float64) {
-	v.mark(len(v.vs), 0)
 	v.vs = append(v.vs, x)
+	v.mark(len(v.vs)-1, 0)
 }
 
-// mark records that the values from start on, the last ones, are stored
-// with divisor div.
+// mark records that the values from start on, the last ones and at
+// least one, are stored with divisor div.
 func (v *Values) mark(start int, div float64) {
 	v.lo, v.hi = 0, 0
-	n := len(v.runs)
-	switch {
-	case n > 0 && v.runs[n-1].div == div:
-	case n > 0 && v.runs[n-1].start == start:
-		// The last run is empty: it takes the divisor.
-		v.runs[n-1].div = div
-		if n > 1 && v.runs[n-2].div == div {
-			v.runs = v.runs[:n-1]
-		}
-	default:
+	if n := len(v.runs); n == 0 || v.runs[n-1].div != div {
 		v.runs = append(v.runs, valueRun{start: start, div: div})
 	}
 }

@@ -67,8 +67,8 @@ func storedKindsChunks(t *testing.T, rng *rand.Rand) []Meta {
 // values in ascending, random and descending order.
 func checkValues(t *testing.T, name string, ts []int64, vals *Values, want []sample, rng *rand.Rand) {
 	t.Helper()
-	if len(ts) != len(want) || vals.Len() != len(want) {
-		t.Errorf("%s: %d timestamps, %d values; want %d", name, len(ts), vals.Len(), len(want))
+	if len(ts) != len(want) || len(vals.vs) != len(want) {
+		t.Errorf("%s: %d timestamps, %d values; want %d", name, len(ts), len(vals.vs), len(want))
 		return
 	}
 	check := func(i int) bool {
