@@ -407,6 +407,7 @@ type DecimalIterator struct {
 	p         float64 // 10^scale
 	raw       bool    // the mantissas are the values' bits
 	stored    bool    // AppendSamples appends mantissas as they are (AppendStored)
+	rising    bool    // see Rising
 	dod       bool
 	fromMin   bool // value residuals are distances from lo
 	tw, vw    uint8
@@ -589,6 +590,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	}
 	n0, k0 := len(ts), int(it.read)
 	n := min(int(it.num)-k0, limit)
+	it.rising = false
 	if n <= 0 {
 		return ts, vs, limit <= 0 || decimalEndOK(it.br.stream, it.pos)
 	}
@@ -599,7 +601,10 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	}
 	res := it.res[:n]
 	// The samples in the header: their mantissas go into res as they are.
+	// neg has the sign bit of every difference of consecutive mantissas
+	// (see Rising) ORed into it.
 	t, dt, m, dm := it.t, it.dt, it.m, it.dm
+	var neg int64
 	j := 0
 	for ; j < n && k0+j < 2; j++ {
 		if k0+j == 0 {
@@ -607,6 +612,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		} else {
 			dt, dm = it.dt1, it.dm1
 			t, m = t+dt, m+dm
+			neg |= dm
 		}
 		ot[j], res[j] = t, uint64(m)
 	}
@@ -712,22 +718,28 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	switch {
 	case it.fromMin:
 		for k := j0; k < n; k++ {
-			m = it.lo + int64(res[k])
+			next := it.lo + int64(res[k])
+			neg |= next - m
+			m = next
 			res[k] = uint64(m)
 		}
 	case it.dod:
 		for k := j0; k < n; k++ {
 			dm += unzigzag(res[k])
+			neg |= dm
 			m += dm
 			res[k] = uint64(m)
 		}
 	default:
 		for k := j0; k < n; k++ {
-			m += unzigzag(res[k])
+			d := unzigzag(res[k])
+			neg |= d
+			m += d
 			res[k] = uint64(m)
 		}
 	}
 	it.pos, it.t, it.dt, it.m, it.dm, it.read = base+pos, t, dt, m, dm, uint16(k0+n)
+	it.rising = !it.raw && neg >= 0
 	if maxt != math.MaxInt64 {
 		for k, t := range ot {
 			if t > maxt {
@@ -752,6 +764,16 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	}
 	return ts[:n0+n], vs[:n0+n], true
 }
+
+// Rising reports whether each value the last AppendSamples (or
+// AppendStored) call appended is at least the one before it, as a
+// counter's are between resets: then they hold no staleness marker, and
+// a reader looking for counter resets need not compare them. Values
+// stored as bits are not compared: Rising is false for them, as after a
+// call that found the chunk malformed. The mantissas are compared, as
+// they are decoded, from the one before the first appended: a value
+// after maxt, or one before the call, may make Rising false.
+func (it *DecimalIterator) Rising() bool { return it.rising }
 
 // AppendStored is AppendSamples for a reader that wants few of the
 // values: it appends the values of decimals with fraction digits as the

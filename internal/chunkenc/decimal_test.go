@@ -71,6 +71,55 @@ func TestDecimalRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDecimalRising checks that Rising says whether a chunk's values
+// rise, for chunks coded every way, and is false for values stored as
+// bits.
+func TestDecimalRising(t *testing.T) {
+	var d Densifier
+	it := &DecimalIterator{}
+	rising := map[string]bool{}
+	for name, want := range decimalCases() {
+		if dec, ok := d.Densify(encode(want).Bytes()); ok {
+			checkRising(t, it, dec, true)
+			rising[name] = it.Rising()
+		}
+	}
+	for _, name := range []string{"constant", "integer counter", "hundredths", "large integers", "fifteen digits", "zero then numbers"} {
+		if !rising[name] {
+			t.Errorf("%s: Rising false", name)
+		}
+	}
+	for _, name := range []string{"counter reset", "negative", "gauge of tenths", "raw values"} {
+		if rising[name] {
+			t.Errorf("%s: Rising true", name)
+		}
+	}
+}
+
+// checkRising checks that where Rising says the values of chunk b rise,
+// they do, and never for values stored as bits; exact also checks the
+// converse, for a chunk Encode wrote (each value's mantissa is the one
+// of its own that Encode finds, so mantissas and values are in the same
+// order).
+func checkRising(t *testing.T, it *DecimalIterator, b []byte, exact bool) {
+	t.Helper()
+	it.Reset(b)
+	_, vs, ok := it.AppendSamples(nil, nil, math.MaxInt64, math.MaxInt)
+	if !ok {
+		if it.Rising() {
+			t.Fatal("Rising after a malformed chunk")
+		}
+		return
+	}
+	rises := !it.raw
+	for i := 1; i < len(vs); i++ {
+		rises = rises && vs[i] >= vs[i-1]
+	}
+	if it.Rising() && !rises || exact && it.Rising() != rises {
+		t.Fatalf("Rising %v; values stored as bits %v: %v", it.Rising(), it.raw, vs)
+	}
+}
+
 // TestDecimalRaw checks that a chunk with a value that is not a decimal
 // of at most 15 digits under 2^53 takes the values' bits as mantissas,
 // and gives every value back bit for bit.
@@ -265,6 +314,7 @@ func FuzzDecimalRoundTrip(f *testing.F) {
 		checkAppendSamples(t, it, dec, math.MaxInt64)
 		checkAppendSamples(t, it, dec, want[len(want)/2].t)
 		checkAppendStored(t, it, dec, want[len(want)/2].t)
+		checkRising(t, it, dec, true)
 	})
 }
 
@@ -306,6 +356,7 @@ func FuzzDecimalIterator(f *testing.F) {
 		got, _ := decodeArbitrary(t, it, b)
 		checkAppendSamples(t, it, b, math.MaxInt64)
 		checkAppendStored(t, it, b, math.MaxInt64)
+		checkRising(t, it, b, false)
 		if len(got) > 0 {
 			checkAppendSamples(t, it, b, got[len(got)/2].t)
 			checkAppendStored(t, it, b, got[len(got)/2].t)

@@ -250,11 +250,12 @@ func (si *SeriesIterator) AppendValues(ts []int64, vals *Values, every int64) (_
 		if c.MaxT <= maxt {
 			maxt = math.MaxInt64
 		}
-		var div float64
-		if c.Enc == EncDecimal && every > 0 && int64(samplesOf(c)) > StoredPer*(1+(c.MaxT-c.MinT)/every) {
-			ts, vals.vs, div, err = appendStored(&si.dec, c.Data, maxt, ts, vals.vs)
+		var run valueRun
+		if c.Enc == EncDecimal {
+			stored := every > 0 && int64(samplesOf(c)) > StoredPer*(1+(c.MaxT-c.MinT)/every)
+			ts, vals.vs, run, err = appendDecimal(&si.dec, c.Data, maxt, stored, ts, vals.vs)
 		} else {
-			ts, vals.vs, err = appendChunk(si.floatDecoder(c.Enc), c.Data, maxt, ts, vals.vs)
+			ts, vals.vs, err = appendChunk(&si.xor, c.Data, maxt, ts, vals.vs)
 		}
 		if c.MinT < si.mint {
 			// The chunk at the range's start: drop what is before it.
@@ -268,7 +269,8 @@ func (si *SeriesIterator) AppendValues(ts []int64, vals *Values, every int64) (_
 			ts, vals.vs = ts[:k], vs[:k]
 		}
 		if len(ts) > n {
-			vals.mark(n, div)
+			run.start = n
+			vals.mark(run)
 		}
 		if err != nil {
 			si.i, si.inChunk, si.err, si.done = i, true, err, true
@@ -286,18 +288,26 @@ func (si *SeriesIterator) AppendValues(ts []int64, vals *Values, every int64) (_
 // internal/rollup).
 const StoredPer = 4
 
-// appendStored appends the samples of the decimal chunk data that are at
-// or before maxt to ts and vs as DecimalIterator.AppendStored does, and
-// returns the divisor of their values. A malformed chunk's samples before
-// the error are appended as floats, and the error returned, as
-// appendChunk does.
-func appendStored(it *DecimalIterator, data []byte, maxt int64, ts []int64, vs []float64) (_ []int64, _ []float64, div float64, err error) {
+// appendDecimal appends the samples of the decimal chunk data that are at
+// or before maxt to ts and vs, as DecimalIterator.AppendStored does if
+// stored, else as AppendSamples does, and returns how their values are
+// stored (the run's start is left for the caller). A malformed chunk's
+// samples before the error are appended as floats, and the error
+// returned, as appendChunk does.
+func appendDecimal(it *DecimalIterator, data []byte, maxt int64, stored bool, ts []int64, vs []float64) (_ []int64, _ []float64, run valueRun, err error) {
 	it.Reset(data)
-	if ts, vs, div, ok := it.AppendStored(ts, vs, maxt, math.MaxInt); ok {
-		return ts, vs, div, nil
+	var ok bool
+	if stored {
+		ts, vs, run.div, ok = it.AppendStored(ts, vs, maxt, math.MaxInt)
+	} else {
+		ts, vs, ok = it.AppendSamples(ts, vs, maxt, math.MaxInt)
+	}
+	if ok {
+		run.rising = it.Rising()
+		return ts, vs, run, nil
 	}
 	ts, vs, err = appendChunk(it, data, maxt, ts, vs)
-	return ts, vs, 0, err
+	return ts, vs, valueRun{}, err
 }
 
 // seekT is int64 under another name. go vet's stdmethods check expects any

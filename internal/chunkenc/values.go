@@ -25,10 +25,13 @@ type Values struct {
 }
 
 // valueRun says how the values from start to the next run's start are
-// stored: as floats if div is 0, else as mantissas to divide by div.
+// stored: as floats if div is 0, else as mantissas to divide by div; and
+// whether they are known to rise, each at least the one before (a
+// counter's between resets; then none is a staleness marker).
 type valueRun struct {
-	start int
-	div   float64
+	start  int
+	div    float64
+	rising bool
 }
 
 // Reset empties v, keeping its memory.
@@ -61,16 +64,36 @@ func (v *Values) Floats() (vs []float64, ok bool) {
 // Append appends a float value.
 func (v *Values) Append(x float64) {
 	v.vs = append(v.vs, x)
-	v.mark(len(v.vs)-1, 0)
+	v.mark(valueRun{start: len(v.vs) - 1})
 }
 
-// mark records that the values from start on, the last ones and at
-// least one, are stored with divisor div.
-func (v *Values) mark(start int, div float64) {
+// mark records how the values from run.start on, the last ones and at
+// least one, are stored.
+func (v *Values) mark(run valueRun) {
 	v.lo, v.hi = 0, 0
-	if n := len(v.runs); n == 0 || v.runs[n-1].div != div {
-		v.runs = append(v.runs, valueRun{start: start, div: div})
+	v.runs = v.extend(v.runs, run)
+}
+
+// extend appends run to runs, the runs of the values before run.start,
+// unless the last of them continues into it: stored alike, and if
+// rising, rising from one to the other.
+func (v *Values) extend(runs []valueRun, run valueRun) []valueRun {
+	if n := len(runs); n > 0 {
+		last, i := runs[n-1], run.start
+		if last.div == run.div && last.rising == run.rising && (!run.rising || !v.lower(i, i-1, run.div)) {
+			return runs
+		}
 	}
+	return append(runs, run)
+}
+
+// lower reports whether value i is lower than value j, both stored with
+// divisor div: mantissas are in the order of their values.
+func (v *Values) lower(i, j int, div float64) bool {
+	if div == 0 {
+		return v.vs[i] < v.vs[j]
+	}
+	return int64(math.Float64bits(v.vs[i])) < int64(math.Float64bits(v.vs[j]))
 }
 
 // find makes the run of value i the one At reads first.
@@ -102,7 +125,7 @@ func (v *Values) end(k int) int {
 // descents the indices of the values then lower than the one before
 // them, in order. Markers are floats: a decimal chunk holding one stores
 // floats. Within a run of mantissas it compares them: the values are in
-// the same order.
+// the same order; within a rising run, none.
 func (v *Values) DropStale(ts []int64, descents []int) ([]int64, []int) {
 	n0 := len(descents)
 	// Markers are rare: one pass finds the descents, unless it meets one.
@@ -114,7 +137,7 @@ func (v *Values) DropStale(ts []int64, descents []int) ([]int64, []int) {
 	for r, run := range v.runs {
 		end := v.end(r)
 		start := k
-		if run.div != 0 {
+		if run.div != 0 || run.rising {
 			if k != run.start {
 				copy(ts[k:], ts[run.start:end])
 				copy(v.vs[k:], v.vs[run.start:end])
@@ -131,10 +154,8 @@ func (v *Values) DropStale(ts []int64, descents []int) ([]int64, []int) {
 		if k == start {
 			continue // all markers
 		}
-		if n := len(runs); n > 0 && runs[n-1].div == run.div {
-			continue
-		}
-		runs = append(runs, valueRun{start: start, div: run.div})
+		run.start = start
+		runs = v.extend(runs, run)
 	}
 	v.vs, v.runs, v.lo, v.hi = v.vs[:k], runs, 0, 0
 	descents, _ = v.appendDescents(descents[:n0])
@@ -149,6 +170,12 @@ func (v *Values) appendDescents(dst []int) (_ []int, ok bool) {
 		end := v.end(r)
 		vs := v.vs[run.start:end]
 		if len(vs) == 0 {
+			continue
+		}
+		if run.rising {
+			if r > 0 && v.At(run.start) < v.At(run.start-1) {
+				dst = append(dst, run.start)
+			}
 			continue
 		}
 		if run.div != 0 {

@@ -14,19 +14,33 @@ import (
 // storedKindsChunks returns a series' chunks holding each way a value is
 // stored: decimal chunks of hundredths, of integers (a counter with
 // resets) and of full-precision values (the values' bits), hundredths
-// with staleness markers (also bits), and XOR chunks; some values are
-// negative.
+// with staleness markers (also bits), XOR chunks, and decimal chunks of
+// rising values: a counter in hundredths, restarting low in each, and
+// integers, continuing from where it ends (rounded up), but for the last
+// chunk, which restarts at 0; some values are negative.
 func storedKindsChunks(t *testing.T, rng *rand.Rand) []Meta {
 	var d Densifier
 	var chunks []Meta
-	ts, counter := int64(0), 0.0
-	for c := range 15 {
-		kind := c % 5
+	ts, counter, rising := int64(0), 0.0, 0
+	for c := range 21 {
+		kind := c % 7
 		xc := NewXORChunk()
+		switch {
+		case kind == 5:
+			rising = rng.IntN(100)
+		case c == 20:
+			rising = 0
+		}
 		for range 30 + rng.IntN(40) {
 			ts += 10 + rng.Int64N(10)
 			var v float64
 			switch kind {
+			case 5:
+				rising += rng.IntN(300)
+				v = float64(rising) / 100
+			case 6:
+				rising += 100 * rng.IntN(3)
+				v = float64((rising + 99) / 100)
 			case 0, 4:
 				v = float64(rng.IntN(2000)-500) / 100
 			case 1:
@@ -165,15 +179,16 @@ func TestAppendValuesStored(t *testing.T) {
 	if _, _, err := it.AppendValues(nil, &vals, math.MaxInt64); err != nil {
 		t.Fatal(err)
 	}
-	var divs []float64
+	var runs []valueRun
 	for _, r := range vals.runs {
-		divs = append(divs, r.div)
+		runs = append(runs, valueRun{div: r.div, rising: r.rising})
 	}
-	// Three times five chunks: hundredths, and four of floats
-	// (integers, bits, bits with markers, XOR) in one run.
-	want := slices.Repeat([]float64{100, 0}, 3)
-	if !slices.Equal(divs, want) {
-		t.Errorf("runs' divisors %v; want %v", divs, want)
+	// Three times seven chunks: hundredths; four of floats (integers,
+	// bits, bits with markers, XOR) in one run; and the rising
+	// hundredths and integers.
+	want := slices.Repeat([]valueRun{{div: 100}, {}, {div: 100, rising: true}, {rising: true}}, 3)
+	if !slices.Equal(runs, want) {
+		t.Errorf("runs %v; want %v", runs, want)
 	}
 	if _, ok := vals.Floats(); ok {
 		t.Error("Floats ok with mantissas stored")
@@ -186,8 +201,15 @@ func TestAppendValuesStored(t *testing.T) {
 		if _, _, err := it.AppendValues(nil, &vals, every); err != nil {
 			t.Fatal(err)
 		}
-		if len(vals.runs) != 1 || vals.runs[0].div != 0 {
-			t.Errorf("every %d ms: runs %v", every, vals.runs)
+		// The rising chunks' values as floats, in one run, but for the
+		// last, which starts lower.
+		want := []valueRun{{}, {rising: true}, {}, {rising: true}, {}, {rising: true}, {rising: true}}
+		runs = runs[:0]
+		for _, r := range vals.runs {
+			runs = append(runs, valueRun{div: r.div, rising: r.rising})
+		}
+		if !slices.Equal(runs, want) {
+			t.Errorf("every %d ms: runs %v; want %v", every, runs, want)
 		}
 		if _, ok := vals.Floats(); !ok {
 			t.Errorf("every %d ms: Floats not ok with floats stored", every)
