@@ -459,6 +459,7 @@ type window struct {
 	lo, hi int
 	r      int // the first of resets past lo, kept up by rate
 	at     int64
+	rate   rateTimes // of the last window extrapolatedRate computed
 	// rangeMs is the selector's range and offset, offsetMs its offset,
 	// in ms; rangeSeconds its range in seconds: the same for every window,
 	// worked out once.
@@ -524,7 +525,12 @@ func lastValue(w *window) (float64, bool) {
 
 // extrapolatedRate is the rate (isCounter, isRate), increase (isCounter)
 // or delta over the window, computed as Prometheus' extrapolatedRate
-// computes it.
+// computes it. What that works out from the window's sample times alone
+// takes six divisions, most waiting on another's result; rateTimes keeps
+// it from one window to the next where the samples lie alike: their
+// count and span, as for most windows of a regularly scraped series,
+// and also where they lie in the range, as for every window where the
+// step is a multiple of the scrape interval.
 func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 	ts, lo, hi := w.ts, w.lo, w.hi
 	if hi-lo < 2 {
@@ -537,39 +543,99 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 			result += w.value(r - 1)
 		}
 	}
-	rangeStart := w.at - w.rangeMs
-	rangeEnd := w.at - w.offsetMs
 	firstT, lastT := ts[lo], ts[hi-1]
-	durationToStart := float64(firstT-rangeStart) / 1000
-	durationToEnd := float64(rangeEnd-lastT) / 1000
-	sampledInterval := float64(lastT-firstT) / 1000
-	averageDurationBetweenSamples := sampledInterval / float64(hi-lo-1)
-	extrapolationThreshold := averageDurationBetweenSamples * 1.1
-	if durationToStart >= extrapolationThreshold {
-		durationToStart = averageDurationBetweenSamples / 2
+	rt := &w.rate
+	if sampled, n := lastT-firstT, hi-lo; sampled != rt.sampled || n != rt.n {
+		rt.setSpan(sampled, n)
 	}
-	if isCounter {
-		// A counter cannot go below zero: extrapolate to the start no
-		// further than to where it would have been zero.
-		durationToZero := durationToStart
-		if result > 0 && first >= 0 {
-			durationToZero = sampledInterval * (first / result)
+	if toStart, toEnd := firstT-(w.at-w.rangeMs), (w.at-w.offsetMs)-lastT; !rt.ends || toStart != rt.toStart || toEnd != rt.toEnd {
+		rt.setEnds(toStart, toEnd, isRate, w.rangeSeconds)
+	}
+	factor := rt.factor
+	// A counter cannot go below zero: extrapolate to the start no
+	// further than to where it would have been zero, where that is
+	// nearer than the start, as it is not where zeroFar says so.
+	if isCounter && result > 0 && first >= 0 && !rt.zeroFar(first, result) {
+		if durationToZero := rt.sampledInterval * (first / result); durationToZero < rt.durationToStart {
+			factor = rt.factorFrom(durationToZero, isRate, w.rangeSeconds)
 		}
-		if durationToZero < durationToStart {
-			durationToStart = durationToZero
-		}
-	}
-	if durationToEnd >= extrapolationThreshold {
-		durationToEnd = averageDurationBetweenSamples / 2
-	}
-	factor := 1.0
-	if sampledInterval != 0 {
-		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
-	}
-	if isRate {
-		factor /= w.rangeSeconds
 	}
 	return result * factor, true
+}
+
+// rateTimes is what extrapolatedRate works out from a window's sample
+// times, as Prometheus' extrapolatedRate computes it: from the span of
+// its samples and their count (at least 2), and from where the first
+// and last lie in the range, the durations in seconds to extrapolate by
+// and the factor that scales the window's increase, unless a counter's
+// zero is nearer than the start.
+type rateTimes struct {
+	// The span, last minus first timestamp, and the count; what follows
+	// from them.
+	sampled                              int64
+	n                                    int
+	sampledInterval, threshold, halfStep float64
+	// Whether the ends are set, for the span: how far the first sample
+	// is from the range's start and the last from its end, in ms; what
+	// follows from them.
+	ends                                           bool
+	toStart, toEnd                                 int64
+	durationToStart, durationToEnd, factor, toZero float64
+}
+
+// setSpan sets the times of windows of n samples spanning sampled ms.
+func (rt *rateTimes) setSpan(sampled int64, n int) {
+	rt.sampled, rt.n, rt.ends = sampled, n, false
+	rt.sampledInterval = float64(sampled) / 1000
+	averageDurationBetweenSamples := rt.sampledInterval / float64(n-1)
+	rt.threshold = averageDurationBetweenSamples * 1.1
+	rt.halfStep = averageDurationBetweenSamples / 2
+}
+
+// setEnds sets the times of windows of the span set whose first sample
+// is toStart ms from the range's start and last toEnd ms from its end.
+func (rt *rateTimes) setEnds(toStart, toEnd int64, isRate bool, rangeSeconds float64) {
+	rt.ends, rt.toStart, rt.toEnd = true, toStart, toEnd
+	rt.durationToStart = float64(toStart) / 1000
+	if rt.durationToStart >= rt.threshold {
+		rt.durationToStart = rt.halfStep
+	}
+	rt.durationToEnd = float64(toEnd) / 1000
+	if rt.durationToEnd >= rt.threshold {
+		rt.durationToEnd = rt.halfStep
+	}
+	rt.factor = rt.factorFrom(rt.durationToStart, isRate, rangeSeconds)
+	rt.toZero = rt.durationToStart * (1 + 1e-6)
+}
+
+// zeroFar reports, without a division, that a counter window's zero,
+// extrapolated from its first value and its increase result (both
+// positive), is not nearer than the start: Prometheus' durationToZero,
+// sampledInterval*(first/result), is at least durationToStart. It
+// checks first*sampledInterval >= result*durationToStart with a margin
+// of a millionth (toZero), by far more than the rounding of the
+// operations on either side (a few parts in 10^16) while the right side
+// is a normal float; if it reports false, the zero may be nearer.
+func (rt *rateTimes) zeroFar(first, result float64) bool {
+	beyond := result * rt.toZero
+	return first*rt.sampledInterval >= beyond && beyond >= minNormal && beyond <= math.MaxFloat64
+}
+
+// minNormal is the smallest normal float64: a product below it may have
+// lost more precision than zeroFar's margin.
+const minNormal = 0x1p-1022
+
+// factorFrom returns the factor that scales a window's increase, for
+// extrapolating by durationToStart and rt's durationToEnd.
+func (rt *rateTimes) factorFrom(durationToStart float64, isRate bool, rangeSeconds float64) float64 {
+	factor := 1.0
+	if rt.sampledInterval != 0 {
+		factor = (rt.sampledInterval + durationToStart + rt.durationToEnd) / rt.sampledInterval
+	}
+	if isRate {
+		factor /= rangeSeconds
+	}
+	return factor
 }
 
 // resetsIn returns the window's samples that are lower than the one

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	stratachunkenc "github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/db"
 	"github.com/strata-db/strata/internal/storage"
 )
@@ -107,6 +108,26 @@ func openData(t *testing.T) *db.DB {
 			add(labels.FromStrings("__name__", "dec_gauge", "i", fmt.Sprint(i)), storage.Sample{T: ts, V: float64(rng.IntN(2000)-1000) / 100})
 		}
 	}
+	// Counters scraped at exact 15 s intervals, from zero and back to
+	// zero at resets, with gaps: where a query's step is a multiple of
+	// the interval every window's samples lie alike in its range, and
+	// rate reuses its times from one window to the next while the
+	// values decide whether the counter's zero is nearer than the start.
+	// One's increases are subnormal floats.
+	for i, scale := range []float64{1, 1e3, 0x1p-1060} {
+		v := 0.0
+		for ts := t0; ts < t0+dataSpan; ts += 15000 {
+			switch r := rng.IntN(100); {
+			case r < 4:
+				continue
+			case r < 10:
+				v = 0
+			default:
+				v += float64(rng.IntN(5)) * scale
+			}
+			add(labels.FromStrings("__name__", "reg_total", "i", fmt.Sprint(i)), storage.Sample{T: ts, V: v})
+		}
+	}
 	// A gauge with runs of NaN, for changes.
 	for k, ts := 0, t0; ts < t0+dataSpan; k, ts = k+1, ts+15000 {
 		v := float64(k % 7)
@@ -173,6 +194,10 @@ var diffQueries = []string{
 	`sum by (x) (rate(typed_total{x="1"}[5m]))`,
 	`rate(typed_total{x="2"}[5m])`,
 	`increase(united_total[5m])`,
+	`rate(reg_total[5m])`,
+	`increase(reg_total[1m])`,
+	`sum(rate(reg_total[2m] offset 15s))`,
+	`delta(reg_total[3m])`,
 	`histogram_quantile(0.9, sum by (le, job) (rate(lat_bucket[5m])))`,
 	`topk(3, rate(a_total[5m]))`,
 	`sum(rate(a_total[5m])) / sum(rate(b_total[5m]))`,
@@ -535,6 +560,90 @@ func TestSearch(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRateZeroFar checks that where zeroFar says a counter's zero is not
+// nearer than the start, Prometheus' computation of it agrees: for
+// windows' times of every kind and increases over the whole range of
+// floats, subnormal ones included, with the first value where zeroFar
+// begins to say so, and a little above and below it.
+func TestRateZeroFar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	far := 0
+	for range 200000 {
+		var rt rateTimes
+		rt.setSpan(1+rng.Int64N(600000), 2+rng.IntN(40))
+		rt.setEnds(1+rng.Int64N(60000), rng.Int64N(60000), true, 300)
+		result := math.Ldexp(1+rng.Float64(), rng.IntN(2100)-1074)
+		// The first value at which zeroFar begins to say so.
+		edge := result * rt.toZero / rt.sampledInterval
+		for _, first := range []float64{edge, math.Nextafter(edge, math.Inf(1)), math.Nextafter(edge, 0), edge * (1 + rng.Float64()*1e-5), edge * (1 - rng.Float64()*1e-5)} {
+			if !(first >= 0) || !rt.zeroFar(first, result) {
+				continue
+			}
+			far++
+			if durationToZero := rt.sampledInterval * (first / result); durationToZero < rt.durationToStart {
+				t.Fatalf("%+v: first %v, increase %v: zeroFar, but durationToZero %v < durationToStart %v", rt, first, result, durationToZero, rt.durationToStart)
+			}
+		}
+	}
+	if far < 100000 {
+		t.Errorf("zeroFar only %d times", far)
+	}
+}
+
+// TestRateTimesKept checks that extrapolatedRate answers the same with
+// the times it keeps from window to window as with none kept: over a
+// counter scraped every 15 s with gaps, from zero and back, windows of
+// each function at steps that keep the samples' places and that do not.
+func TestRateTimesKept(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var ts []int64
+	var vals stratachunkenc.Values
+	v := 0.0
+	for tt := int64(0); tt < 3600000; tt += 15000 {
+		if rng.IntN(5) == 0 {
+			continue
+		}
+		if rng.IntN(20) == 0 {
+			v = 0
+		}
+		v += float64(rng.IntN(4))
+		ts = append(ts, tt)
+		vals.Append(v)
+	}
+	ts, resets := vals.DropStale(ts, nil)
+	kept := 0
+	for _, rng := range []time.Duration{time.Minute, 5 * time.Minute} {
+		for _, step := range []int64{15000, 30000, 29937, 7000} {
+			for _, fn := range [][2]bool{{true, true}, {true, false}, {false, false}} {
+				w := window{ts: ts, vals: &vals, resets: resets, rangeMs: rng.Milliseconds(), rangeSeconds: rng.Seconds()}
+				for at := int64(0); at < 3700000; at += step {
+					w.at, w.lo, w.hi, w.r = at, 0, 0, 0
+					for w.hi < len(ts) && ts[w.hi] <= at {
+						w.hi++
+					}
+					for w.lo < w.hi && ts[w.lo] <= at-w.rangeMs {
+						w.lo++
+					}
+					fresh := w
+					fresh.rate = rateTimes{}
+					want, wantOK := fresh.extrapolatedRate(fn[0], fn[1])
+					ends := w.rate.ends
+					got, ok := w.extrapolatedRate(fn[0], fn[1])
+					if ok != wantOK || math.Float64bits(got) != math.Float64bits(want) {
+						t.Fatalf("range %s, step %d ms, %v, at %d: %v, %v; want %v, %v", rng, step, fn, at, got, ok, want, wantOK)
+					}
+					if ends && w.rate == fresh.rate {
+						kept++
+					}
+				}
+			}
+		}
+	}
+	if kept < 500 {
+		t.Errorf("times kept for only %d windows", kept)
 	}
 }
 
