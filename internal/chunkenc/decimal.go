@@ -601,10 +601,14 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	}
 	res := it.res[:n]
 	// The samples in the header: their mantissas go into res as they are.
-	// neg has the sign bit of every difference of consecutive mantissas
-	// (see Rising) ORed into it.
+	// rise has the differences of consecutive mantissas ORed into it (see
+	// Rising).
 	t, dt, m, dm := it.t, it.dt, it.m, it.dm
-	var neg int64
+	from := m
+	if k0 == 0 {
+		from = it.m0
+	}
+	var rise uint64
 	j := 0
 	for ; j < n && k0+j < 2; j++ {
 		if k0+j == 0 {
@@ -612,7 +616,7 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 		} else {
 			dt, dm = it.dt1, it.dm1
 			t, m = t+dt, m+dm
-			neg |= dm
+			rise |= uint64(dm)
 		}
 		ot[j], res[j] = t, uint64(m)
 	}
@@ -719,27 +723,30 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 	case it.fromMin:
 		for k := j0; k < n; k++ {
 			next := it.lo + int64(res[k])
-			neg |= next - m
+			rise |= uint64(next - m)
 			m = next
 			res[k] = uint64(m)
 		}
 	case it.dod:
 		for k := j0; k < n; k++ {
 			dm += unzigzag(res[k])
-			neg |= dm
+			rise |= uint64(dm)
 			m += dm
 			res[k] = uint64(m)
 		}
 	default:
 		for k := j0; k < n; k++ {
 			d := unzigzag(res[k])
-			neg |= d
+			rise |= uint64(d)
 			m += d
 			res[k] = uint64(m)
 		}
 	}
 	it.pos, it.t, it.dt, it.m, it.dm, it.read = base+pos, t, dt, m, dm, uint16(k0+n)
-	it.rising = !it.raw && neg >= 0
+	// The mantissas rise, never having wrapped around, where they
+	// start in [0, 2^53] and every difference is in [0, 2^46): at most
+	// 2^16 of those add up to under 2^62.
+	it.rising = !it.raw && uint64(from) <= 1<<53 && rise < 1<<46
 	if maxt != math.MaxInt64 {
 		for k, t := range ot {
 			if t > maxt {
@@ -772,7 +779,9 @@ func (it *DecimalIterator) AppendSamples(ts []int64, vs []float64, maxt int64, l
 // stored as bits are not compared: Rising is false for them, as after a
 // call that found the chunk malformed. The mantissas are compared, as
 // they are decoded, from the one before the first appended: a value
-// after maxt, or one before the call, may make Rising false.
+// after maxt, or one before the call, may make Rising false, as may a
+// negative value or a rise of 2^46 or more from one mantissa to the
+// next.
 func (it *DecimalIterator) Rising() bool { return it.rising }
 
 // AppendStored is AppendSamples for a reader that wants few of the
