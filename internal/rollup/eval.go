@@ -799,7 +799,22 @@ func (a *aggregator) add(lset labels.Labels, vals []float64, has []bool) {
 		a.index[key] = g
 		a.groups = append(a.groups, group{lset: a.groupLabels(lset), accs: make([]acc, a.steps)})
 	}
-	accs := a.groups[g].accs
+	accs := a.groups[g].accs[:len(vals)]
+	has = has[:len(vals)]
+	if a.op == parser.SUM {
+		// The commonest aggregation: a step's addition without a call.
+		for k, f := range vals {
+			if !has[k] {
+				continue
+			}
+			if c := &accs[k]; c.seen {
+				c.value, c.kahanC = kahansum.Inc(f, c.value, c.kahanC)
+			} else {
+				a.addAt(c, f)
+			}
+		}
+		return
+	}
 	for k, f := range vals {
 		if has[k] {
 			a.addAt(&accs[k], f)

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
 	"github.com/strata-db/strata/internal/chunkenc"
 )
 
@@ -64,4 +67,40 @@ func counterSeries(b *testing.B, n int, interval int64) *chunkenc.Series {
 		s.Chunks = append(s.Chunks, chunkenc.Meta{Data: append([]byte(nil), data...), MinT: int64(i) * interval, MaxT: int64(i+k-1) * interval, Enc: chunkenc.EncDecimal})
 	}
 	return s
+}
+
+// BenchmarkAggregate adds the values of 100 series at 240 steps into
+// the groups of sum by and avg by, as a range query's aggregation takes
+// the windows' results.
+//
+//	go test -run=NONE -bench=BenchmarkAggregate -benchmem -count=6 ./internal/rollup/
+func BenchmarkAggregate(b *testing.B) {
+	const steps, series = 240, 100
+	rng := rand.New(rand.NewPCG(3, 4))
+	lsets := make([]labels.Labels, series)
+	vals := make([][]float64, series)
+	has := make([][]bool, series)
+	for i := range series {
+		lsets[i] = labels.FromStrings("__name__", "x", "le", fmt.Sprint(i%10), "job", "j", "instance", fmt.Sprint(i))
+		vals[i] = make([]float64, steps)
+		has[i] = make([]bool, steps)
+		for k := range steps {
+			vals[i][k], has[i][k] = rng.Float64()*100, rng.IntN(20) != 0
+		}
+	}
+	for _, op := range []parser.ItemType{parser.SUM, parser.AVG} {
+		b.Run("op="+op.String(), func(b *testing.B) {
+			e := &parser.AggregateExpr{Op: op, Grouping: []string{"le", "job"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				a := newAggregator(e, steps)
+				for i := range series {
+					a.add(lsets[i], vals[i], has[i])
+				}
+				if len(a.result()) != 10 {
+					b.Fatal("not 10 groups")
+				}
+			}
+		})
+	}
 }
