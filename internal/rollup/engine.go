@@ -198,7 +198,11 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 	}
 	q.taken.Add(1)
 	if st != nil {
-		points := pointsPool.Get().(*[]promql.FPoint)
+		// Only a range query's answer takes points.
+		var points *[]promql.FPoint
+		if q.virtual.steps.interval != 0 {
+			points = pointsPool.Get().(*[]promql.FPoint)
+		}
 		v := q.answer(q.virtual.results[0], st.Samples, points)
 		q.mu.Lock()
 		q.stats, q.points = st, points
@@ -217,7 +221,8 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 // engine sorts them; in an instant query's vector they are in the
 // result's order, as the engine selects them. It counts the samples the
 // engine would have read, and held at once, in samples. A range query's
-// points go into points' memory.
+// points go into points' memory; an instant query takes none (points may
+// be nil).
 func (q *query) answer(res *result, samples *stats.QuerySamples, points *[]promql.FPoint) parser.Value {
 	st := q.virtual.steps
 	n := 0
