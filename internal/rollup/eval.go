@@ -801,8 +801,9 @@ func (a *aggregator) add(lset labels.Labels, vals []float64, has []bool) {
 	}
 	accs := a.groups[g].accs[:len(vals)]
 	has = has[:len(vals)]
-	if a.op == parser.SUM {
-		// The commonest aggregation: a step's addition without a call.
+	switch a.op {
+	case parser.SUM:
+		// The commonest aggregations: a step's addition without a call.
 		for k, f := range vals {
 			if !has[k] {
 				continue
@@ -812,6 +813,23 @@ func (a *aggregator) add(lset labels.Labels, vals []float64, has []bool) {
 			} else {
 				a.addAt(c, f)
 			}
+		}
+		return
+	case parser.AVG:
+		// While the sum does not overflow (see addAt).
+		for k, f := range vals {
+			if !has[k] {
+				continue
+			}
+			c := &accs[k]
+			if c.seen && !c.incrementalMean {
+				if v, kc := kahansum.Inc(f, c.value, c.kahanC); !math.IsInf(v, 0) {
+					c.value, c.kahanC = v, kc
+					c.count++
+					continue
+				}
+			}
+			a.addAt(c, f)
 		}
 		return
 	}

@@ -128,6 +128,13 @@ func openData(t *testing.T) *db.DB {
 			add(labels.FromStrings("__name__", "reg_total", "i", fmt.Sprint(i)), storage.Sample{T: ts, V: v})
 		}
 	}
+	// Gauges near the largest float, whose sum overflows: avg goes on
+	// as an incremental mean.
+	for i := range 3 {
+		for ts := t0; ts < t0+dataSpan; ts += 15000 {
+			add(labels.FromStrings("__name__", "huge_gauge", "i", fmt.Sprint(i)), storage.Sample{T: ts, V: math.MaxFloat64 * (0.5 + rng.Float64()/2)})
+		}
+	}
 	// A gauge with runs of NaN, for changes.
 	for k, ts := 0, t0; ts < t0+dataSpan; k, ts = k+1, ts+15000 {
 		v := float64(k % 7)
@@ -219,6 +226,9 @@ var diffQueries = []string{
 	`max_over_time(g[10m] offset 1m)`,
 	`count_over_time(a_total[2m])`,
 	`avg by (i) (avg_over_time(big_total[10m]))`,
+	`avg(max_over_time(huge_gauge[10m]))`,
+	`avg(huge_gauge)`,
+	`sum(huge_gauge)`,
 	`sum(sum_over_time(big_total[5m]))`,
 	`max by (j) (max_over_time(a_total[4m]))`,
 	`min(min_over_time(g[1m]))`,
