@@ -34,6 +34,10 @@ type valueRun struct {
 	rising bool
 }
 
+// markerFree reports whether the run can hold no staleness marker: its
+// values are mantissas, or rise.
+func (r valueRun) markerFree() bool { return r.div != 0 || r.rising }
+
 // Reset empties v, keeping its memory.
 func (v *Values) Reset() { *v = Values{vs: v.vs[:0], runs: v.runs[:0]} }
 
@@ -137,7 +141,7 @@ func (v *Values) DropStale(ts []int64, descents []int) ([]int64, []int) {
 	for r, run := range v.runs {
 		end := v.end(r)
 		start := k
-		if run.div != 0 || run.rising {
+		if run.markerFree() {
 			if k != run.start {
 				copy(ts[k:], ts[run.start:end])
 				copy(v.vs[k:], v.vs[run.start:end])
@@ -172,16 +176,14 @@ func (v *Values) appendDescents(dst []int) (_ []int, ok bool) {
 		if len(vs) == 0 {
 			continue
 		}
-		if run.rising {
+		if run.markerFree() {
 			if r > 0 && v.At(run.start) < v.At(run.start-1) {
 				dst = append(dst, run.start)
 			}
-			continue
-		}
-		if run.div != 0 {
-			if r > 0 && v.At(run.start) < v.At(run.start-1) {
-				dst = append(dst, run.start)
+			if run.rising {
+				continue
 			}
+			// Mantissas, in the order of their values.
 			for i := 1; i < len(vs); i++ {
 				if int64(math.Float64bits(vs[i])) < int64(math.Float64bits(vs[i-1])) {
 					dst = append(dst, run.start+i)

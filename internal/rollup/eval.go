@@ -855,7 +855,8 @@ func (a *aggregator) groupLabels(lset labels.Labels) labels.Labels {
 	return labels.EmptyLabels()
 }
 
-// addAt adds f to a group's aggregate at one step.
+// addAt adds f to a group's aggregate at one step; a sum's additions
+// after the first value are add's own.
 func (a *aggregator) addAt(g *acc, f float64) {
 	if !g.seen {
 		*g = acc{seen: true, value: f, mean: f, count: 1}
@@ -865,8 +866,6 @@ func (a *aggregator) addAt(g *acc, f float64) {
 		return
 	}
 	switch a.op {
-	case parser.SUM:
-		g.value, g.kahanC = kahansum.Inc(f, g.value, g.kahanC)
 	case parser.AVG:
 		// The sum while it does not overflow, then an incremental mean.
 		g.count++
