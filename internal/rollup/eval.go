@@ -85,6 +85,23 @@ type seriesEval struct {
 	vals   stratachunkenc.Values
 	resets []int
 	w      window
+	// planTs are the sample times of the last series windowed, for the
+	// windowing planID; the series of one target share their sample
+	// times, and with them their windows. The second series with the
+	// same times makes a plan of where each step's window lies, which
+	// the next ones read (planned); a plan costs time to write, which
+	// the series of targets that have one each would not get back.
+	planTs  []int64
+	planID  uint64
+	planned bool
+	plan    []stepWindow
+}
+
+// stepWindow is a step's window of a series' samples, lo to hi-1, and
+// what extrapolatedRate worked out from their times.
+type stepWindow struct {
+	lo, hi int
+	rate   rateFactor
 }
 
 // seriesSlot is a series of a batch and what a worker made of it.
@@ -115,7 +132,7 @@ const batchSeries = 64
 // (labels, chunk lists) and aggregating results left a core idle while
 // they ran.
 func (ev *evaluator) eval(ctx context.Context, q storage.Queryable, in *inner, st steps, lookback time.Duration) (*result, annotations.Annotations, error) {
-	wd := windowing{st: st, offset: in.vs.OriginalOffset}
+	wd := windowing{st: st, offset: in.vs.OriginalOffset, id: windowings.Add(1)}
 	var funcName string
 	if in.call != nil {
 		funcName = in.call.Func.Name
@@ -310,12 +327,17 @@ func (ev *evaluator) start(batch []seriesSlot, wd windowing) (wait func()) {
 }
 
 // windowing is what the workers compute of each series: fn over the
-// windows of range rng, offset, at each step of st.
+// windows of range rng, offset, at each step of st. Its id tells one
+// eval's windowing from another's.
 type windowing struct {
 	st          steps
 	offset, rng time.Duration
 	fn          rangeFunc
+	id          uint64
 }
+
+// windowings counts evals, for their windowings' ids.
+var windowings atomic.Uint64
 
 // do loads the series of sl and computes its windows.
 func (se *seriesEval) do(sl *seriesSlot, wd windowing) {
@@ -382,7 +404,9 @@ func (ev *seriesEval) load(it chunkenc.Iterator, wd windowing) error {
 
 // windows fills sl's vals and has with fn of the loaded series over each
 // step's window, the samples in (ts-offset-range, ts-offset], and
-// returns the number of steps with a value.
+// returns the number of steps with a value. Where the series has the
+// sample times of the last series windowed the same way, its windows
+// are where that one's were (see seriesEval.planTs).
 func (ev *seriesEval) windows(sl *seriesSlot, wd windowing) int {
 	st, offset, rng := wd.st, wd.offset, wd.rng
 	n := st.count()
@@ -398,8 +422,30 @@ func (ev *seriesEval) windows(sl *seriesSlot, wd windowing) int {
 	vs, _ := ev.vals.Floats()
 	*w = window{ts: ts, vals: &ev.vals, vs: vs, resets: ev.resets, rangeMs: (rng + offset).Milliseconds(), offsetMs: offset.Milliseconds(), rangeSeconds: rng.Seconds()}
 	got := 0
+	same := wd.id == ev.planID && slices.Equal(ts, ev.planTs)
+	if same && ev.planned {
+		w.plan, w.planned = ev.plan, true
+		for k, p := range ev.plan {
+			if p.lo == p.hi {
+				continue
+			}
+			w.at, w.k, w.lo, w.hi = st.at(k), k, p.lo, p.hi
+			if v, ok := wd.fn.fn(w); ok {
+				sl.vals[k], sl.has[k] = v, true
+				got++
+			}
+		}
+		return got
+	}
+	if same {
+		ev.plan = slices.Grow(ev.plan[:0], n)[:n]
+		w.plan, ev.planned = ev.plan, true
+	} else {
+		// The next load appends to the times of the series before.
+		ev.planID, ev.planTs, ev.ts, ev.planned = wd.id, ts, ev.planTs, false
+	}
 	for k := range n {
-		w.at = st.at(k)
+		w.at, w.k = st.at(k), k
 		maxt := w.at - w.offsetMs
 		mint := maxt - selRange
 		// A step moves a window by a sample or two, or by many: it steps
@@ -415,6 +461,9 @@ func (ev *seriesEval) windows(sl *seriesSlot, wd windowing) int {
 		}
 		for w.lo < w.hi && ts[w.lo] <= mint {
 			w.lo++
+		}
+		if w.plan != nil {
+			w.plan[k].lo, w.plan[k].hi = w.lo, w.hi
 		}
 		if w.lo == w.hi {
 			continue
@@ -460,6 +509,12 @@ type window struct {
 	r      int // the first of resets past lo, kept up by rate
 	at     int64
 	rate   rateTimes // of the last window extrapolatedRate computed
+	// plan, where not nil, holds every step's window, k is this one's
+	// step; planned says the plan was made for another series and is
+	// read, not written.
+	plan    []stepWindow
+	k       int
+	planned bool
 	// rangeMs is the selector's range and offset, offsetMs its offset,
 	// in ms; rangeSeconds its range in seconds: the same for every window,
 	// worked out once.
@@ -530,7 +585,8 @@ func lastValue(w *window) (float64, bool) {
 // it from one window to the next where the samples lie alike: their
 // count and span, as for most windows of a regularly scraped series,
 // and also where they lie in the range, as for every window where the
-// step is a multiple of the scrape interval.
+// step is a multiple of the scrape interval. The window's plan keeps it
+// for the next series with the same sample times.
 func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 	ts, lo, hi := w.ts, w.lo, w.hi
 	if hi-lo < 2 {
@@ -543,21 +599,34 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 			result += w.value(r - 1)
 		}
 	}
-	firstT, lastT := ts[lo], ts[hi-1]
-	rt := &w.rate
-	if sampled, n := lastT-firstT, hi-lo; sampled != rt.sampled || n != rt.n {
-		rt.setSpan(sampled, n)
+	var rf *rateFactor
+	if w.planned {
+		rf = &w.plan[w.k].rate
+	} else {
+		firstT, lastT := ts[lo], ts[hi-1]
+		rt := &w.rate
+		if sampled, n := lastT-firstT, hi-lo; sampled != rt.sampled || n != rt.n {
+			rt.setSpan(sampled, n)
+		}
+		if toStart, toEnd := firstT-(w.at-w.rangeMs), (w.at-w.offsetMs)-lastT; !rt.ends || toStart != rt.toStart || toEnd != rt.toEnd {
+			rt.setEnds(toStart, toEnd, isRate, w.rangeSeconds)
+		}
+		rf = &rt.rateFactor
+		if w.plan != nil {
+			// Field by field: a copy of the whole struct loads it in
+			// words that setEnds' stores, just made, cannot be
+			// forwarded to.
+			p := &w.plan[w.k].rate
+			p.sampledInterval, p.durationToStart, p.durationToEnd, p.factor, p.toZero = rt.sampledInterval, rt.durationToStart, rt.durationToEnd, rt.factor, rt.toZero
+		}
 	}
-	if toStart, toEnd := firstT-(w.at-w.rangeMs), (w.at-w.offsetMs)-lastT; !rt.ends || toStart != rt.toStart || toEnd != rt.toEnd {
-		rt.setEnds(toStart, toEnd, isRate, w.rangeSeconds)
-	}
-	factor := rt.factor
+	factor := rf.factor
 	// A counter cannot go below zero: extrapolate to the start no
 	// further than to where it would have been zero, where that is
 	// nearer than the start, as it is not where zeroFar says so.
-	if isCounter && result > 0 && first >= 0 && !rt.zeroFar(first, result) {
-		if durationToZero := rt.sampledInterval * (first / result); durationToZero < rt.durationToStart {
-			factor = rt.factorFrom(durationToZero, isRate, w.rangeSeconds)
+	if isCounter && result > 0 && first >= 0 && !rf.zeroFar(first, result) {
+		if durationToZero := rf.sampledInterval * (first / result); durationToZero < rf.durationToStart {
+			factor = rf.factorFrom(durationToZero, isRate, w.rangeSeconds)
 		}
 	}
 	return result * factor, true
@@ -566,21 +635,26 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 // rateTimes is what extrapolatedRate works out from a window's sample
 // times, as Prometheus' extrapolatedRate computes it: from the span of
 // its samples and their count (at least 2), and from where the first
-// and last lie in the range, the durations in seconds to extrapolate by
-// and the factor that scales the window's increase, unless a counter's
-// zero is nearer than the start.
+// and last lie in the range, its rateFactor.
 type rateTimes struct {
 	// The span, last minus first timestamp, and the count; what follows
 	// from them.
-	sampled                              int64
-	n                                    int
-	sampledInterval, threshold, halfStep float64
+	sampled             int64
+	n                   int
+	threshold, halfStep float64
 	// Whether the ends are set, for the span: how far the first sample
-	// is from the range's start and the last from its end, in ms; what
-	// follows from them.
-	ends                                           bool
-	toStart, toEnd                                 int64
-	durationToStart, durationToEnd, factor, toZero float64
+	// is from the range's start and the last from its end, in ms.
+	ends           bool
+	toStart, toEnd int64
+	rateFactor
+}
+
+// rateFactor is what extrapolatedRate needs of a window's times: the
+// span of its samples and the durations to extrapolate by, in seconds,
+// and the factor that scales the window's increase, unless a counter's
+// zero is nearer than the start.
+type rateFactor struct {
+	sampledInterval, durationToStart, durationToEnd, factor, toZero float64
 }
 
 // setSpan sets the times of windows of n samples spanning sampled ms.
@@ -616,9 +690,9 @@ func (rt *rateTimes) setEnds(toStart, toEnd int64, isRate bool, rangeSeconds flo
 // of a millionth (toZero), by far more than the rounding of the
 // operations on either side (a few parts in 10^16) while the right side
 // is a normal float; if it reports false, the zero may be nearer.
-func (rt *rateTimes) zeroFar(first, result float64) bool {
-	beyond := result * rt.toZero
-	return first*rt.sampledInterval >= beyond && beyond >= minNormal && beyond <= math.MaxFloat64
+func (rf *rateFactor) zeroFar(first, result float64) bool {
+	beyond := result * rf.toZero
+	return first*rf.sampledInterval >= beyond && beyond >= minNormal && beyond <= math.MaxFloat64
 }
 
 // minNormal is the smallest normal float64: a product below it may have
@@ -626,11 +700,11 @@ func (rt *rateTimes) zeroFar(first, result float64) bool {
 const minNormal = 0x1p-1022
 
 // factorFrom returns the factor that scales a window's increase, for
-// extrapolating by durationToStart and rt's durationToEnd.
-func (rt *rateTimes) factorFrom(durationToStart float64, isRate bool, rangeSeconds float64) float64 {
+// extrapolating by durationToStart and rf's durationToEnd.
+func (rf *rateFactor) factorFrom(durationToStart float64, isRate bool, rangeSeconds float64) float64 {
 	factor := 1.0
-	if rt.sampledInterval != 0 {
-		factor = (rt.sampledInterval + durationToStart + rt.durationToEnd) / rt.sampledInterval
+	if rf.sampledInterval != 0 {
+		factor = (rf.sampledInterval + durationToStart + rf.durationToEnd) / rf.sampledInterval
 	}
 	if isRate {
 		factor /= rangeSeconds

@@ -16,41 +16,58 @@ import (
 // from a block's chunks (decimal, JoinSamples samples each) and computes
 // rate(...[5m]) or the selector's value at 240 steps: a worker's part of
 // a dashboard's range query, over 2 h to 24 h (2 to 24 samples a step;
-// from 8 h on, the values stay stored: see chunkenc.StoredPer).
+// from 8 h on, the values stay stored: see chunkenc.StoredPer). The
+// steps are a multiple of the interval, or, as strata-bench's from the
+// first sample to the last, not. The series share their sample times,
+// as the series of one target do, or they alternate with a series whose
+// times are a millisecond later.
 //
 //	go test -run=NONE -bench=BenchmarkSeriesEval -benchmem -count=6 ./internal/rollup/
 func BenchmarkSeriesEval(b *testing.B) {
+	const interval = int64(15000)
 	for _, span := range []time.Duration{2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 24 * time.Hour} {
+		n := int(span.Milliseconds() / interval)
 		for _, fn := range []string{"rate", "selector"} {
-			b.Run(fmt.Sprintf("span=%v/fn=%s", span, fn), func(b *testing.B) {
-				const interval = int64(15000)
-				n := int(span.Milliseconds() / interval)
-				series := counterSeries(b, n, interval)
+			for _, step := range []string{"aligned", "unaligned"} {
 				st := steps{start: 0, end: span.Milliseconds(), interval: span.Milliseconds() / 240}
-				se := &seriesEval{}
-				sl := &seriesSlot{series: series}
-				wd := windowing{st: st, rng: 5 * time.Minute, fn: windowFuncs["rate"]}
-				if fn == "selector" {
-					wd.fn = selectorFunc
+				if step == "unaligned" {
+					st.end = int64(n-1) * interval
+					st.interval = st.end / 240
 				}
-				b.ReportAllocs()
-				for b.Loop() {
-					se.do(sl, wd)
-					if sl.err != nil || sl.got == 0 {
-						b.Fatal(sl.err, sl.got)
-					}
+				for _, times := range []string{"shared", "own"} {
+					b.Run(fmt.Sprintf("span=%v/fn=%s/step=%s/times=%s", span, fn, step, times), func(b *testing.B) {
+						slots := []*seriesSlot{{series: counterSeries(b, n, interval, 0)}}
+						if times == "own" {
+							slots = append(slots, &seriesSlot{series: counterSeries(b, n, interval, 1)})
+						}
+						se := &seriesEval{}
+						wd := windowing{st: st, rng: 5 * time.Minute, fn: windowFuncs["rate"]}
+						if fn == "selector" {
+							wd.fn = selectorFunc
+						}
+						b.ReportAllocs()
+						i := 0
+						for b.Loop() {
+							sl := slots[i%len(slots)]
+							i++
+							se.do(sl, wd)
+							if sl.err != nil || sl.got == 0 {
+								b.Fatal(sl.err, sl.got)
+							}
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
+					})
 				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
-			})
+			}
 		}
 	}
 }
 
-// counterSeries is a counter of n samples interval ms apart from 0, with
-// values in hundredths, in decimal chunks of chunkenc.JoinSamples.
-func counterSeries(b *testing.B, n int, interval int64) *chunkenc.Series {
+// counterSeries is a counter of n samples interval ms apart from from,
+// with values in hundredths, in decimal chunks of chunkenc.JoinSamples.
+func counterSeries(b *testing.B, n int, interval, from int64) *chunkenc.Series {
 	rng := rand.New(rand.NewPCG(1, 2))
-	s := &chunkenc.Series{MinT: 0, MaxT: int64(n-1) * interval}
+	s := &chunkenc.Series{MinT: from, MaxT: from + int64(n-1)*interval}
 	var d chunkenc.Densifier
 	c := 0
 	for i := 0; i < n; i += chunkenc.JoinSamples {
@@ -58,13 +75,13 @@ func counterSeries(b *testing.B, n int, interval int64) *chunkenc.Series {
 		k := min(n-i, chunkenc.JoinSamples)
 		for j := range k {
 			c += rng.IntN(500)
-			ch.Append(int64(i+j)*interval, float64(c)/100)
+			ch.Append(from+int64(i+j)*interval, float64(c)/100)
 		}
 		data, ok := d.Densify(ch.Bytes())
 		if !ok {
 			b.Fatal("not densified")
 		}
-		s.Chunks = append(s.Chunks, chunkenc.Meta{Data: append([]byte(nil), data...), MinT: int64(i) * interval, MaxT: int64(i+k-1) * interval, Enc: chunkenc.EncDecimal})
+		s.Chunks = append(s.Chunks, chunkenc.Meta{Data: append([]byte(nil), data...), MinT: from + int64(i)*interval, MaxT: from + int64(i+k-1)*interval, Enc: chunkenc.EncDecimal})
 	}
 	return s
 }

@@ -657,6 +657,122 @@ func TestRateTimesKept(t *testing.T) {
 	}
 }
 
+// TestPlanShared checks that a worker that windows series one after
+// another, and finds the windows of a series with the last one's sample
+// times where that one's were (seriesEval.plan), answers as a worker
+// that windows each series afresh: for every function, over series that
+// share their times with resets, NaN and counters whose zero is near,
+// among series whose times differ by one sample or end early.
+func TestPlanShared(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	var base []int64
+	for tt := int64(0); tt < 3600000; tt += 15000 {
+		if rng.IntN(8) != 0 {
+			base = append(base, tt+rng.Int64N(500))
+		}
+	}
+	type series struct {
+		ts   []int64
+		vals []float64
+	}
+	var set []series
+	add := func(ts []int64, val func(i int, last float64) float64) {
+		vals := make([]float64, len(ts))
+		last := 0.0
+		for i := range ts {
+			vals[i] = val(i, last)
+			last = vals[i]
+		}
+		set = append(set, series{ts: ts, vals: vals})
+	}
+	counter := func(i int, last float64) float64 {
+		switch r := rng.IntN(40); {
+		case r == 0:
+			return 0
+		case r == 1:
+			return math.NaN()
+		}
+		if math.IsNaN(last) {
+			last = 0
+		}
+		return last + float64(rng.IntN(3))
+	}
+	gauge := func(int, float64) float64 { return float64(rng.IntN(200)-100) / 10 }
+	stale := func(i int, last float64) float64 {
+		if i%17 == 3 {
+			return math.Float64frombits(value.StaleNaN)
+		}
+		return counter(i, last)
+	}
+	for range 4 {
+		add(base, counter)
+	}
+	for range 3 {
+		add(base, gauge)
+	}
+	// Staleness markers, which the functions' series drop and the
+	// selector's keep; one sample fewer, then the times again; a series
+	// that ends early; one sample 5 s later; every sample 7 s later.
+	add(base, stale)
+	add(base, stale)
+	drop := rng.IntN(len(base))
+	add(slices.Delete(slices.Clone(base), drop, drop+1), counter)
+	add(base, counter)
+	add(base[:len(base)/2], counter)
+	add(base, counter)
+	moved := slices.Clone(base)
+	moved[len(moved)/3] += 5000
+	add(moved, counter)
+	later := slices.Clone(base)
+	for i := range later {
+		later[i] += 7000
+	}
+	add(later, counter)
+	add(base, counter)
+	windowFuncs["selector"] = selectorFunc
+	defer delete(windowFuncs, "selector")
+	planned := 0
+	for name, fn := range windowFuncs {
+		// One worker for all steps: a plan is for one windowing only.
+		shared := &seriesEval{}
+		for _, stepMs := range []int64{15000, 29937, 7000, 60000} {
+			wd := windowing{st: steps{start: 200000, end: 3700000, interval: stepMs}, rng: 5 * time.Minute, offset: 30 * time.Second, fn: fn, id: windowings.Add(1)}
+			for i, s := range set {
+				var got, want seriesSlot
+				load := func(se *seriesEval) {
+					se.ts, se.resets = append(se.ts[:0], s.ts...), se.resets[:0]
+					se.vals.Reset()
+					for _, v := range s.vals {
+						se.vals.Append(v)
+					}
+					if !fn.keepStale {
+						se.ts, se.resets = se.vals.DropStale(se.ts, se.resets)
+					}
+				}
+				fresh := &seriesEval{}
+				load(fresh)
+				want.got = fresh.windows(&want, wd)
+				load(shared)
+				if shared.planned && wd.id == shared.planID && slices.Equal(shared.ts, shared.planTs) {
+					planned++
+				}
+				got.got = shared.windows(&got, wd)
+				if got.got != want.got || !slices.Equal(got.has, want.has) {
+					t.Fatalf("%s, step %d, series %d: %d steps with a value, want %d", name, stepMs, i, got.got, want.got)
+				}
+				for k := range want.vals {
+					if want.has[k] && math.Float64bits(got.vals[k]) != math.Float64bits(want.vals[k]) {
+						t.Fatalf("%s, step %d, series %d, step %d: %v, want %v", name, stepMs, i, k, got.vals[k], want.vals[k])
+					}
+				}
+			}
+		}
+	}
+	if planned < len(windowFuncs)*4*5 {
+		t.Errorf("the windows of only %d series were planned", planned)
+	}
+}
+
 // TestAlone checks that a query that is one inner is answered without
 // the engine, with the engine's answer (TestAgainstEngine) and the
 // statistics of the samples the engine would have read, and that other
