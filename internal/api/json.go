@@ -50,6 +50,11 @@ func appendFloat(dst []byte, f float64) []byte {
 		format = 'e'
 	}
 	dst = append(dst, '"')
+	if format == 'f' {
+		if out, ok := appendShortest(dst, f); ok {
+			return append(out, '"')
+		}
+	}
 	dst = strconv.AppendFloat(dst, f, format, -1, 64)
 	return append(dst, '"')
 }
