@@ -425,7 +425,9 @@ func (ev *seriesEval) windows(sl *seriesSlot, wd windowing) int {
 	got := 0
 	same := wd.id == ev.planID && sameTimes(ts, ev.planTs)
 	if same && ev.planned {
-		w.plan, w.planned = ev.plan, true
+		if x := wd.fn.extrapolated; x != nil {
+			return w.plannedRates(sl, ev.plan, x.counter, x.rate)
+		}
 		for k, p := range ev.plan {
 			if p.lo == p.hi {
 				continue
@@ -522,12 +524,10 @@ type window struct {
 	r      int // the first of resets past lo, kept up by rate
 	at     int64
 	rate   rateTimes // of the last window extrapolatedRate computed
-	// plan, where not nil, holds every step's window, k is this one's
-	// step; planned says the plan was made for another series and is
-	// read, not written.
-	plan    []stepWindow
-	k       int
-	planned bool
+	// plan, where not nil, holds every step's window as it is made; k
+	// is this one's step.
+	plan []stepWindow
+	k    int
 	// rangeMs is the selector's range and offset, offsetMs its offset,
 	// in ms; rangeSeconds its range in seconds: the same for every window,
 	// worked out once.
@@ -558,13 +558,20 @@ type rangeFunc struct {
 	// keepStale keeps the staleness markers in the loaded samples, for a
 	// selector's lookback.
 	keepStale bool
+	// extrapolated is set for the functions of extrapolatedRate: what
+	// it extrapolates, for windows of a plan (plannedRates).
+	extrapolated *extrapolation
 }
+
+// extrapolation is what extrapolatedRate computes: of a counter, whose
+// resets it adds back, and a rate, per second.
+type extrapolation struct{ counter, rate bool }
 
 // windowFuncs are the range functions an inner may apply.
 var windowFuncs = map[string]rangeFunc{
-	"rate":          {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(true, true) }},
-	"increase":      {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(true, false) }},
-	"delta":         {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(false, false) }},
+	"rate":          {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(true, true) }, extrapolated: &extrapolation{counter: true, rate: true}},
+	"increase":      {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(true, false) }, extrapolated: &extrapolation{counter: true}},
+	"delta":         {fn: func(w *window) (float64, bool) { return w.extrapolatedRate(false, false) }, extrapolated: &extrapolation{}},
 	"irate":         {fn: func(w *window) (float64, bool) { return instantValue(w, true) }},
 	"idelta":        {fn: func(w *window) (float64, bool) { return instantValue(w, false) }},
 	"changes":       {fn: changes, floats: true},
@@ -599,38 +606,54 @@ func lastValue(w *window) (float64, bool) {
 // count and span, as for most windows of a regularly scraped series,
 // and also where they lie in the range, as for every window where the
 // step is a multiple of the scrape interval. The window's plan keeps it
-// for the next series with the same sample times.
+// for the next series with the same sample times (plannedRates).
 func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 	ts, lo, hi := w.ts, w.lo, w.hi
 	if hi-lo < 2 {
 		return 0, false
 	}
-	first := w.value(lo)
-	result := w.value(hi-1) - first
+	firstT, lastT := ts[lo], ts[hi-1]
+	rt := &w.rate
+	if sampled, n := lastT-firstT, hi-lo; sampled != rt.sampled || n != rt.n {
+		rt.setSpan(sampled, n)
+	}
+	if toStart, toEnd := firstT-(w.at-w.rangeMs), (w.at-w.offsetMs)-lastT; !rt.ends || toStart != rt.toStart || toEnd != rt.toEnd {
+		rt.setEnds(toStart, toEnd, isRate, w.rangeSeconds)
+	}
+	if w.plan != nil {
+		// Field by field: a copy of the whole struct loads it in words
+		// that setEnds' stores, just made, cannot be forwarded to.
+		p := &w.plan[w.k].rate
+		p.sampledInterval, p.durationToStart, p.durationToEnd, p.factor, p.toZero = rt.sampledInterval, rt.durationToStart, rt.durationToEnd, rt.factor, rt.toZero
+	}
+	return w.rateWith(&rt.rateFactor, isCounter, isRate), true
+}
+
+// plannedRates fills sl's vals and has with extrapolatedRate over the
+// windows of plan, from the times it holds, and returns the number of
+// steps with a value: as windows does, without two calls a step.
+func (w *window) plannedRates(sl *seriesSlot, plan []stepWindow, isCounter, isRate bool) int {
+	got := 0
+	for k := range plan {
+		p := &plan[k]
+		if p.hi-p.lo < 2 {
+			continue
+		}
+		w.lo, w.hi = p.lo, p.hi
+		sl.vals[k], sl.has[k] = w.rateWith(&p.rate, isCounter, isRate), true
+		got++
+	}
+	return got
+}
+
+// rateWith is extrapolatedRate over a window of at least two samples,
+// with the factors rf of its times.
+func (w *window) rateWith(rf *rateFactor, isCounter, isRate bool) float64 {
+	first := w.value(w.lo)
+	result := w.value(w.hi-1) - first
 	if isCounter {
 		for _, r := range w.resetsIn() {
 			result += w.value(r - 1)
-		}
-	}
-	var rf *rateFactor
-	if w.planned {
-		rf = &w.plan[w.k].rate
-	} else {
-		firstT, lastT := ts[lo], ts[hi-1]
-		rt := &w.rate
-		if sampled, n := lastT-firstT, hi-lo; sampled != rt.sampled || n != rt.n {
-			rt.setSpan(sampled, n)
-		}
-		if toStart, toEnd := firstT-(w.at-w.rangeMs), (w.at-w.offsetMs)-lastT; !rt.ends || toStart != rt.toStart || toEnd != rt.toEnd {
-			rt.setEnds(toStart, toEnd, isRate, w.rangeSeconds)
-		}
-		rf = &rt.rateFactor
-		if w.plan != nil {
-			// Field by field: a copy of the whole struct loads it in
-			// words that setEnds' stores, just made, cannot be
-			// forwarded to.
-			p := &w.plan[w.k].rate
-			p.sampledInterval, p.durationToStart, p.durationToEnd, p.factor, p.toZero = rt.sampledInterval, rt.durationToStart, rt.durationToEnd, rt.factor, rt.toZero
 		}
 	}
 	factor := rf.factor
@@ -642,7 +665,7 @@ func (w *window) extrapolatedRate(isCounter, isRate bool) (float64, bool) {
 			factor = rf.factorFrom(durationToZero, isRate, w.rangeSeconds)
 		}
 	}
-	return result * factor, true
+	return result * factor
 }
 
 // rateTimes is what extrapolatedRate works out from a window's sample
