@@ -370,8 +370,12 @@ func (ev *seriesEval) load(it chunkenc.Iterator, wd windowing) error {
 	ev.vals.Reset()
 	if va, ok := it.(valuesAppender); ok {
 		// A function that reads a few values of each window reads
-		// them a step apart.
+		// them a step apart; of an instant query's one window, the
+		// range apart.
 		every := wd.st.interval
+		if every == 0 {
+			every = wd.rng.Milliseconds()
+		}
 		if f.floats {
 			every = 0
 		}
