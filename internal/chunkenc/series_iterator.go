@@ -2,6 +2,7 @@ package chunkenc
 
 import (
 	"math"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -258,15 +259,12 @@ func (si *SeriesIterator) AppendValues(ts []int64, vals *Values, every int64) (_
 			ts, vals.vs, err = appendChunk(&si.xor, c.Data, maxt, ts, vals.vs)
 		}
 		if c.MinT < si.mint {
-			// The chunk at the range's start: drop what is before it.
-			vs, k := vals.vs, n
-			for j := n; j < len(ts); j++ {
-				if ts[j] >= si.mint {
-					ts[k], vs[k] = ts[j], vs[j]
-					k++
-				}
-			}
-			ts, vals.vs = ts[:k], vs[:k]
+			// The chunk at the range's start: drop what is before it, a
+			// chunk's samples being in order.
+			j, _ := slices.BinarySearch(ts[n:], si.mint)
+			k := copy(ts[n:], ts[n+j:])
+			copy(vals.vs[n:], vals.vs[n+j:])
+			ts, vals.vs = ts[:n+k], vals.vs[:n+k]
 		}
 		if len(ts) > n {
 			run.start = n
