@@ -2,7 +2,6 @@ package api
 
 import (
 	"math"
-	"math/big"
 	"math/bits"
 )
 
@@ -28,10 +27,10 @@ const (
 
 // shortestScale is, for a binary exponent q and whether v is a power of
 // two (its lower neighbour is half as far as its upper one), the decimal
-// exponent k of the scale 10^-k and that scale as g·2^-(127-b+h): g
-// holds 10^-k shifted to fill 128 bits, and h is the shift that puts a
-// product with a significand's multiple in the top word with 3 bits to
-// spare.
+// exponent k of the scale 10^-k, an integer n = -k of b+1 bits, as g =
+// hi·2^64+lo, n shifted to fill 128 bits (n·2^(127-b)), and h, the shift
+// of a significand's multiple whose product with g is where the
+// multiple times v/c·10^-k·8 is in the top word: c·2^h·g = c·2^q·10^-k·2^131.
 type shortestScale struct {
 	k      int
 	h      uint
@@ -39,34 +38,50 @@ type shortestScale struct {
 }
 
 var shortestScales = func() (t [shortestMaxExp - shortestMinExp + 1][2]shortestScale) {
+	// 10^0 to 10^22, 128-bit integers as [hi, lo].
+	var pow10 [23][2]uint64
+	pow10[0][1] = 1
+	for n := 1; n < len(pow10); n++ {
+		hi, lo := bits.Mul64(pow10[n-1][1], 10)
+		pow10[n] = [2]uint64{pow10[n-1][0]*10 + hi, lo}
+	}
+	bitLen := func(hi, lo uint64) int {
+		if hi != 0 {
+			return 64 + bits.Len64(hi)
+		}
+		return bits.Len64(lo)
+	}
 	for q := shortestMinExp; q <= shortestMaxExp; q++ {
 		for irregular := range 2 {
 			// k is the largest with 10^k at most the width of v's
-			// rounding interval: 2^q, or 3/4·2^q for a power of two.
-			// The width is below 10, so k <= 0.
-			width := new(big.Rat).SetFrac(new(big.Int).Lsh(big.NewInt(1), uint(max(q, 0))), new(big.Int).Lsh(big.NewInt(1), uint(-min(q, 0))))
+			// rounding interval, 2^q, or 3/4·2^q for a power of two;
+			// below 10, so k = -n <= 0 for the least n with 10^n·width
+			// >= 1: with m·10^n >= 2^e, m 1 and e -q, or 3 and 2-q. As
+			// m·10^n >= 1 is an integer, that is its bit length > e.
+			m, e := uint64(1), -q
 			if irregular == 1 {
-				width.Mul(width, big.NewRat(3, 4))
+				m, e = 3, 2-q
 			}
-			k := 0
-			for new(big.Rat).Mul(width, new(big.Rat).SetInt(pow10Int(-k))).Cmp(big.NewRat(1, 1)) < 0 {
-				k--
+			n := 0
+			for {
+				hi, lo := bits.Mul64(pow10[n][1], m)
+				if bitLen(pow10[n][0]*m+hi, lo) > e {
+					break
+				}
+				n++
 			}
-			// 10^-k is an integer of b+1 bits; g is it shifted to 128.
-			p := pow10Int(-k)
-			b := p.BitLen() - 1
-			g := new(big.Int).Lsh(p, uint(127-b))
-			// v·10^-k·2^131 = c·2^(q+4)·g·2^(b-127): the shift puts the
-			// product c·2^h·g where v·10^-k·8·2^128 is.
-			h := q + 4 + b
-			lo := new(big.Int).And(g, new(big.Int).SetUint64(math.MaxUint64)).Uint64()
-			t[q-shortestMinExp][irregular] = shortestScale{k: k, h: uint(h), hi: new(big.Int).Rsh(g, 64).Uint64(), lo: lo}
+			hi, lo := pow10[n][0], pow10[n][1]
+			b := bitLen(hi, lo) - 1
+			if s := uint(127 - b); s >= 64 {
+				hi, lo = lo<<(s-64), 0
+			} else if s > 0 {
+				hi, lo = hi<<s|lo>>(64-s), lo<<s
+			}
+			t[q-shortestMinExp][irregular] = shortestScale{k: -n, h: uint(q + 4 + b), hi: hi, lo: lo}
 		}
 	}
 	return t
 }()
-
-func pow10Int(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
 
 // roundOdd returns c·2^h·g/2^131 rounded down to an integer, with its
 // lowest bit set if anything was rounded off. The result compares with

@@ -2,6 +2,7 @@ package api
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -9,12 +10,32 @@ import (
 
 // TestShortestScales checks the scales appendShortest multiplies by:
 // each fills 128 bits, and its shift keeps a significand's multiple in
-// 64 bits.
+// 64 bits; and each is the one math/big works out: 10^k the largest
+// power of ten within v's rounding interval's width, 10^-k filling 128
+// bits, and the shift that puts c·2^q·10^-k·2^131 at c·2^h·g.
 func TestShortestScales(t *testing.T) {
+	one := big.NewRat(1, 1)
+	pow10 := func(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
 	for i, row := range shortestScales {
-		for _, sc := range row {
+		q := i + shortestMinExp
+		for irregular, sc := range row {
 			if sc.k > 0 || sc.hi < 1<<63 || sc.h > 8 {
-				t.Errorf("q %d: scale %+v", i+shortestMinExp, sc)
+				t.Errorf("q %d: scale %+v", q, sc)
+			}
+			width := new(big.Rat).SetFrac(new(big.Int).Lsh(big.NewInt(1), uint(max(q, 0))), new(big.Int).Lsh(big.NewInt(1), uint(-min(q, 0))))
+			if irregular == 1 {
+				width.Mul(width, big.NewRat(3, 4))
+			}
+			k := 0
+			for new(big.Rat).Mul(width, new(big.Rat).SetInt(pow10(-k))).Cmp(one) < 0 {
+				k--
+			}
+			p := pow10(-k)
+			b := p.BitLen() - 1
+			g := new(big.Int).Lsh(p, uint(127-b))
+			want := shortestScale{k: k, h: uint(q + 4 + b), hi: new(big.Int).Rsh(g, 64).Uint64(), lo: new(big.Int).And(g, new(big.Int).SetUint64(math.MaxUint64)).Uint64()}
+			if sc != want {
+				t.Errorf("q %d, power of two %v: scale %+v, want %+v", q, irregular == 1, sc, want)
 			}
 		}
 	}
