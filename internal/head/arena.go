@@ -162,17 +162,21 @@ func (a *chunkArena) copyLarge(b []byte) []byte {
 // The bytes are reserved under the lock and written outside it: no one
 // else writes there, and the block cannot be freed while it is cur or
 // holds them.
-func (a *chunkArena) reserve(n int) []byte {
+func (a *chunkArena) reserve(n int) []byte { return a.reserveChunks(n, 1) }
+
+// reserveChunks is reserve for a region that holds k chunks, each given
+// back by a release of its own.
+func (a *chunkArena) reserveChunks(n, k int) []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.chunks++
+	a.chunks += int64(k)
 	if a.cur == nil || cap(a.cur.mem)-len(a.cur.mem) < n {
 		a.newBlock()
 	}
 	blk := a.cur
 	start := len(blk.mem)
 	blk.mem = blk.mem[:start+n]
-	blk.live++
+	blk.live += k
 	if blk.file != nil {
 		a.mapped += int64(n)
 		a.fileBytes += int64(n)

@@ -44,17 +44,34 @@ const (
 func (h *Head) Checkpoint() error {
 	h.checkpointMu.Lock()
 	defer h.checkpointMu.Unlock()
+	n, walBytes, err := h.cutCheckpoint()
+	if err != nil {
+		return err
+	}
+	return h.writeCheckpointAt(n, walBytes)
+}
 
+// cutCheckpoint starts the WAL segment n a checkpoint is taken at and
+// returns n and the WAL's BytesWritten before it. checkpointMu must be
+// held.
+func (h *Head) cutCheckpoint() (n int, walBytes int64, err error) {
 	// With commitMu held no commit is between logging and applying its
 	// samples, so everything in segments below n is in memory.
 	h.commitMu.Lock()
-	walBytes := h.wal.BytesWritten()
-	n, err := h.wal.NextSegment()
-	h.commitMu.Unlock()
-	if err != nil {
-		return fmt.Errorf("checkpoint: start WAL segment: %w", err)
+	defer h.commitMu.Unlock()
+	walBytes = h.wal.BytesWritten()
+	if n, err = h.wal.NextSegment(); err != nil {
+		return 0, 0, fmt.Errorf("checkpoint: start WAL segment: %w", err)
 	}
+	return n, walBytes, nil
+}
 
+// writeCheckpointAt writes the checkpoint of segment n, which
+// cutCheckpoint started, and deletes what it covers. Commits go on
+// meanwhile: the series it reads last hold samples logged in segment n
+// and after, which replay then finds in the checkpoint (see
+// replayWorker.applyDeferred). checkpointMu must be held.
+func (h *Head) writeCheckpointAt(n int, walBytes int64) error {
 	dir := filepath.Join(h.opts.WALDir, checkpointPrefix+fmt.Sprintf("%08d", n))
 	if _, err := h.fs().Stat(dir); err == nil {
 		// Nothing was logged since that checkpoint. The head may have

@@ -154,6 +154,43 @@ func storeChunk(a *chunkArena, buf, data []byte, mint, maxt int64, enc chunkenc.
 	return &region[n], buf
 }
 
+// storeChunks copies cs, chunks oldest first, into the arena after the
+// chunk whose trailer is at prev, each followed by its trailer, and
+// returns the address of the last trailer. They go into one region, in
+// one write where a file block holds them: restoring a checkpoint wrote
+// each chunk on its own, a system call each, which was a sixth of a
+// restart's CPU. buf is scratch memory; it returns it grown.
+func storeChunks(a *chunkArena, buf []byte, cs []chunkenc.Meta, prev *byte) (*byte, []byte) {
+	n := 0
+	for _, c := range cs {
+		n += len(c.Data) + trailerSize
+	}
+	if n > maxArenaChunk {
+		for _, c := range cs {
+			prev, buf = storeChunk(a, buf, c.Data, c.MinT, c.MaxT, c.Enc, prev)
+		}
+		return prev, buf
+	}
+	for {
+		region, last := a.reserveChunks(n, len(cs)), prev
+		buf = buf[:0]
+		for _, c := range cs {
+			start := len(buf)
+			buf = append(buf, c.Data...)
+			buf = newHeadChunk(region[start:len(buf)], c.MinT, c.MaxT, c.Enc).appendTrailer(buf, last)
+			last = &region[len(buf)-trailerSize]
+		}
+		if a.write(region, 0, buf) == nil {
+			return last, buf
+		}
+		// As in copy: the next region is memory, which write never
+		// fails. Each chunk of the region is given back.
+		for range cs {
+			a.release(region)
+		}
+	}
+}
+
 // relink copies chunks, the chunks of a chain that follow one that
 // changed or went, anew after the chunk whose trailer is at prev, and
 // returns the address of the last trailer. It reads their bytes with rd,

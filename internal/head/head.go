@@ -175,6 +175,7 @@ type stats struct {
 	samplesDropped   atomic.Uint64
 	samplesLate      atomic.Uint64
 	replayedSamples  atomic.Uint64
+	replayedHeld     atomic.Uint64
 	replayedRecords  atomic.Uint64
 	replayDurationNs atomic.Int64
 }
@@ -187,6 +188,9 @@ type Stats struct {
 	SamplesDropped  uint64 // samples logged but found a duplicate when applied (concurrent writers)
 	SamplesLate     uint64 // of SamplesAppended, those older than their series' newest sample
 	ReplayedSamples uint64
+	// ReplayedHeld counts the samples replay read in the WAL that the
+	// checkpoint held already.
+	ReplayedHeld    uint64
 	WALBytesWritten int64
 	ReplayDuration  time.Duration
 	ReplayedRecords uint64
@@ -317,6 +321,7 @@ func (h *Head) Stats() Stats {
 		SamplesDropped:  h.stats.samplesDropped.Load(),
 		SamplesLate:     h.stats.samplesLate.Load(),
 		ReplayedSamples: h.stats.replayedSamples.Load(),
+		ReplayedHeld:    h.stats.replayedHeld.Load(),
 		ReplayedRecords: h.stats.replayedRecords.Load(),
 		ReplayDuration:  time.Duration(h.stats.replayDurationNs.Load()),
 		WALBytesWritten: h.wal.BytesWritten(),

@@ -253,55 +253,45 @@ func TestLateReplay(t *testing.T) {
 	}
 }
 
-// writeShuffled appends n samples to each of a float, an integer
-// histogram, a float histogram and a mixed series, at a 15 s interval,
-// each run of spread samples in random order, in batches of 25, and
-// returns them as they should read back.
-func writeShuffled(t *testing.T, h *Head, n, spread int) map[string][]anySample {
+// anySeries are a float, an integer histogram, a float histogram and a
+// mixed series, whose samples anySampleAt makes.
+var anySeries = []labels.Labels{
+	labels.FromStrings("__name__", "f"),
+	labels.FromStrings("__name__", "h"),
+	labels.FromStrings("__name__", "fh"),
+	labels.FromStrings("__name__", "mixed"),
+}
+
+// anySampleAt returns the ith sample of anySeries[k], at i*15s, as it is
+// appended and as it reads back. The mixed series changes kind every 50
+// samples.
+func anySampleAt(k, i int) (storage.Sample, anySample) {
+	ts := int64(i) * 15_000
+	kind := k
+	if k == 3 {
+		kind = (i / 50) % 3
+	}
+	switch kind {
+	case 1:
+		hi := testHistogram(i)
+		return storage.Sample{T: ts, H: hi}, anySample{t: ts, vt: promchunkenc.ValHistogram, fh: hi.ToFloat(nil)}
+	case 2:
+		fh := testHistogram(i).ToFloat(nil)
+		fh.Sum += 0.25
+		return storage.Sample{T: ts, FH: fh}, anySample{t: ts, vt: promchunkenc.ValFloatHistogram, fh: fh.Copy()}
+	}
+	return storage.Sample{T: ts, V: float64(i)}, anySample{t: ts, vt: promchunkenc.ValFloat, v: float64(i)}
+}
+
+// appendAny appends the samples order names of every series of
+// anySeries, in commits of 25.
+func appendAny(t *testing.T, h *Head, order []int) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(1, 2))
-	series := []labels.Labels{
-		labels.FromStrings("__name__", "f"),
-		labels.FromStrings("__name__", "h"),
-		labels.FromStrings("__name__", "fh"),
-		labels.FromStrings("__name__", "mixed"),
-	}
-	sampleAt := func(k, i int) (storage.Sample, anySample) {
-		ts := int64(i) * 15_000
-		kind := k
-		if k == 3 {
-			kind = (i / 50) % 3
-		}
-		switch kind {
-		case 1:
-			hi := testHistogram(i)
-			return storage.Sample{T: ts, H: hi}, anySample{t: ts, vt: promchunkenc.ValHistogram, fh: hi.ToFloat(nil)}
-		case 2:
-			fh := testHistogram(i).ToFloat(nil)
-			fh.Sum += 0.25
-			return storage.Sample{T: ts, FH: fh}, anySample{t: ts, vt: promchunkenc.ValFloatHistogram, fh: fh.Copy()}
-		}
-		return storage.Sample{T: ts, V: float64(i)}, anySample{t: ts, vt: promchunkenc.ValFloat, v: float64(i)}
-	}
-	want := map[string][]anySample{}
-	order := make([]int, 0, n)
-	for lo := 0; lo < n; lo += spread {
-		run := rng.Perm(min(spread, n-lo))
-		for _, j := range run {
-			order = append(order, lo+j)
-		}
-	}
-	for k, lset := range series {
-		for i := range n {
-			_, as := sampleAt(k, i)
-			want[lset.String()] = append(want[lset.String()], as)
-		}
-	}
-	for lo := 0; lo < n; lo += 25 {
+	for lo := 0; lo < len(order); lo += 25 {
 		app := h.Appender(t.Context())
-		for _, i := range order[lo:min(lo+25, n)] {
-			for k, lset := range series {
-				s, _ := sampleAt(k, i)
+		for _, i := range order[lo:min(lo+25, len(order))] {
+			for k, lset := range anySeries {
+				s, _ := anySampleAt(k, i)
 				if _, err := app.Append(0, lset, s); err != nil {
 					t.Fatalf("append %s at %d: %v", lset, s.T, err)
 				}
@@ -311,7 +301,39 @@ func writeShuffled(t *testing.T, h *Head, n, spread int) map[string][]anySample 
 			t.Fatal(err)
 		}
 	}
+}
+
+// wantAny returns samples 0 to n-1 of every series of anySeries, as they
+// read back.
+func wantAny(n int) map[string][]anySample {
+	want := map[string][]anySample{}
+	for k, lset := range anySeries {
+		for i := range n {
+			_, as := anySampleAt(k, i)
+			want[lset.String()] = append(want[lset.String()], as)
+		}
+	}
 	return want
+}
+
+// shuffled returns lo to hi-1, each run of spread in random order.
+func shuffled(rng *rand.Rand, lo, hi, spread int) []int {
+	order := make([]int, 0, hi-lo)
+	for ; lo < hi; lo += spread {
+		for _, j := range rng.Perm(min(spread, hi-lo)) {
+			order = append(order, lo+j)
+		}
+	}
+	return order
+}
+
+// writeShuffled appends n samples to each series of anySeries, at a 15 s
+// interval, each run of spread samples in random order, in batches of
+// 25, and returns them as they should read back.
+func writeShuffled(t *testing.T, h *Head, n, spread int) map[string][]anySample {
+	t.Helper()
+	appendAny(t, h, shuffled(rand.New(rand.NewPCG(1, 2)), 0, n, spread))
+	return wantAny(n)
 }
 
 // TestLateBelowFloor takes late samples for ranges already written to

@@ -1,6 +1,7 @@
 package head
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime"
@@ -60,8 +61,8 @@ type loader struct {
 	wg      sync.WaitGroup
 }
 
-// replayCacheMaxSlots bounds a worker's slice cache: 2^22 pointers are
-// 32 MiB, for the few seconds replay lasts. Refs beyond it (only after
+// replayCacheMaxSlots bounds a worker's slice cache: 2^22 slots are
+// 64 MiB, for the few seconds replay lasts. Refs beyond it (only after
 // tens of millions of series were created) use the map.
 const replayCacheMaxSlots = 1 << 22
 
@@ -73,15 +74,39 @@ type replayWorker struct {
 	// (ref % workers) are dense in ref / workers: a slice indexed by that
 	// finds a series without hashing. Profiles of replay showed the map
 	// lookup per sample as its largest cost.
-	slots   []*memSeries
+	slots   []replaySlot
 	workers uint64
-	cache   map[storage.SeriesRef]*memSeries
-	last    *memSeries // the series of the previous sample
+	cache   map[storage.SeriesRef]replaySlot
+	last    replaySlot // the series of the previous sample
+	// deferred holds the samples at or before their series' floor, for
+	// applyDeferred; held, runBuf and kept are its memory.
+	deferred replayBatch
+	held     heldChecker
+	runBuf   []lateSample
+	kept     []lateSample
 	// Counts, read after the worker is done, and the time range of the
-	// samples appended.
-	appended, unknown, rejected uint64
-	mint, maxt                  int64
+	// samples appended. inCheckpoint counts the samples the checkpoint
+	// held already.
+	appended, unknown, rejected, inCheckpoint uint64
+	mint, maxt                                int64
 }
+
+// replaySlot is a series as a worker knows it: floor is its newest
+// sample when the worker first met it, before any sample of the log was
+// applied to it, which is the newest sample its checkpoint entry
+// restored (math.MinInt64 for none). Only the worker applies samples to
+// the series, so that is still true when it meets it again.
+type replaySlot struct {
+	s     *memSeries
+	floor int64
+}
+
+// replayDeferMax is how many samples a worker defers (see deferSample)
+// before it checks those it has: 24 MiB of float samples. The more it
+// holds, the more of a series' samples share a chunk's decoding; a
+// checkpoint written while samples came in at a million a second for ten
+// seconds leaves ten million in the log that it holds too.
+const replayDeferMax = 1 << 20
 
 func newLoader(h *Head, workers int) *loader {
 	if workers <= 0 {
@@ -107,7 +132,7 @@ func newLoader(h *Head, workers int) *loader {
 			in:      make(chan *replayBatch, replayQueueDepth),
 			free:    l.free,
 			workers: uint64(workers),
-			cache:   map[storage.SeriesRef]*memSeries{},
+			cache:   map[storage.SeriesRef]replaySlot{},
 		}
 		l.workers = append(l.workers, w)
 		l.pending[i] = <-l.free
@@ -257,11 +282,8 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 			return fmt.Errorf("series %s: a chunk of %d bytes spans [%d, %d], beyond what a head chunk may", cs.Labels, len(c.Data), c.MinT, c.MaxT)
 		}
 	}
-	for _, c := range cs.Chunks {
-		var p *byte
-		p, l.buf = storeChunk(l.h.arena, l.buf, c.Data, c.MinT, c.MaxT, c.Enc, s.last)
-		s.addChunk(p)
-	}
+	s.last, l.buf = storeChunks(l.h.arena, l.buf, cs.Chunks, s.last)
+	s.nChunks += uint32(len(cs.Chunks))
 	l.h.widenTimes(cs.Chunks[0].MinT, cs.Chunks[len(cs.Chunks)-1].MaxT)
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV
@@ -328,7 +350,7 @@ func (l *loader) handOver(i uint64) *replayBatch {
 
 // finish hands out the last batches, waits for the workers and returns
 // their counts.
-func (l *loader) finish() (appended, unknown, rejected uint64) {
+func (l *loader) finish() (appended, unknown, rejected, inCheckpoint uint64) {
 	for i, w := range l.workers {
 		if l.pending[i].len() > 0 {
 			w.in <- l.pending[i]
@@ -340,11 +362,12 @@ func (l *loader) finish() (appended, unknown, rejected uint64) {
 		appended += w.appended
 		unknown += w.unknown
 		rejected += w.rejected
+		inCheckpoint += w.inCheckpoint
 		if w.appended > 0 {
 			l.h.widenTimes(w.mint, w.maxt)
 		}
 	}
-	return appended, unknown, rejected
+	return appended, unknown, rejected, inCheckpoint
 }
 
 func (w *replayWorker) run() {
@@ -352,7 +375,12 @@ func (w *replayWorker) run() {
 	m := &chunkMem{samples: w.h.opts.ChunkSamples, blockRange: w.h.opts.BlockRange, arena: w.h.arena, series: &w.h.series.cells, noSpill: true}
 	for b := range w.in {
 		for _, rs := range b.floats {
-			if s := w.series(rs.Ref); s != nil {
+			s := w.series(rs.Ref)
+			switch {
+			case s == nil:
+			case rs.T < w.last.floor:
+				w.deferred.floats = append(w.deferred.floats, rs)
+			default:
 				s.mu.Lock()
 				ok, err := s.applyFloat(rs.T, rs.V, m)
 				s.mu.Unlock()
@@ -375,25 +403,114 @@ func (w *replayWorker) run() {
 			}
 			w.applyHistogram(rs.Ref, rs.T, nil, rs.FH, m)
 		}
-		// Chunks late samples replaced: no reader runs during replay.
-		for i, data := range m.retired {
-			w.h.arena.release(data)
-			m.retired[i] = nil
+		if w.deferred.len() >= replayDeferMax {
+			w.applyDeferred(m)
 		}
-		m.retired = m.retired[:0]
+		w.retire(m)
 		b.reset()
 		w.free <- b
 	}
+	w.applyDeferred(m)
+	w.retire(m)
 }
 
-// applyHistogram applies a histogram to the series of ref, as Commit did.
+// retire frees the chunks late samples replaced: no reader runs during
+// replay.
+func (w *replayWorker) retire(m *chunkMem) {
+	for i, data := range m.retired {
+		w.h.arena.release(data)
+		m.retired[i] = nil
+	}
+	m.retired = m.retired[:0]
+}
+
+// applyHistogram applies a histogram to the series of ref, as Commit did,
+// or defers it (see deferSample).
 func (w *replayWorker) applyHistogram(ref storage.SeriesRef, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, m *chunkMem) {
-	if s := w.series(ref); s != nil {
+	s := w.series(ref)
+	switch {
+	case s == nil:
+	case t < w.last.floor && h != nil:
+		w.deferred.addHistogram(record.RefHistogramSample{Ref: ref, T: t, H: h})
+	case t < w.last.floor:
+		w.deferred.addFloatHistogram(record.RefFloatHistogramSample{Ref: ref, T: t, FH: fh})
+	default:
 		s.mu.Lock()
 		ok, err := s.applyHistogram(t, h, fh, m)
 		s.mu.Unlock()
 		w.count(t, ok, err)
 	}
+}
+
+// Samples older than their series' floor (replaySlot) are deferred: the
+// checkpoint most likely holds them, since it was written while they
+// came in, after the segment they are in was started; a sample it does
+// not hold was applied as a late one after the checkpoint read its
+// series. Applied as they come, each would decode the chunk it falls in
+// to find itself there. applyDeferred checks them a series' run at a
+// time, in time order, decoding each chunk once (dropHeld), and inserts
+// those the series lacks as late samples.
+//
+// Applying them after samples that followed them in the log gives the
+// same series: those are newer than the floor, and the deferred ones
+// older, so no sample of one kind decides whether one of the other is
+// taken. Among deferred samples at one time, the first in the log is
+// taken, as it was by Commit.
+
+// applyDeferred checks and applies the deferred samples, floats first,
+// then integer and float histograms, as a batch's.
+func (w *replayWorker) applyDeferred(m *chunkMem) {
+	d := &w.deferred
+	slices.SortStableFunc(d.floats, func(a, b record.RefSample) int { return cmp.Compare(a.Ref, b.Ref) })
+	for i := 0; i < len(d.floats); {
+		ref, run := d.floats[i].Ref, w.runBuf[:0]
+		for ; i < len(d.floats) && d.floats[i].Ref == ref; i++ {
+			run = append(run, lateSample{t: d.floats[i].T, v: d.floats[i].V})
+		}
+		w.applyRun(ref, run, m)
+	}
+	slices.SortStableFunc(d.hists, func(a, b record.RefHistogramSample) int { return cmp.Compare(a.Ref, b.Ref) })
+	for i := 0; i < len(d.hists); {
+		ref, run := d.hists[i].Ref, w.runBuf[:0]
+		for ; i < len(d.hists) && d.hists[i].Ref == ref; i++ {
+			run = append(run, lateSample{t: d.hists[i].T, h: d.hists[i].H})
+		}
+		w.applyRun(ref, run, m)
+	}
+	slices.SortStableFunc(d.fhists, func(a, b record.RefFloatHistogramSample) int { return cmp.Compare(a.Ref, b.Ref) })
+	for i := 0; i < len(d.fhists); {
+		ref, run := d.fhists[i].Ref, w.runBuf[:0]
+		for ; i < len(d.fhists) && d.fhists[i].Ref == ref; i++ {
+			run = append(run, lateSample{t: d.fhists[i].T, fh: d.fhists[i].FH})
+		}
+		w.applyRun(ref, run, m)
+	}
+	clear(w.runBuf[:cap(w.runBuf)])
+	d.reset()
+}
+
+// applyRun applies the deferred samples of one series, in log order.
+func (w *replayWorker) applyRun(ref storage.SeriesRef, run []lateSample, m *chunkMem) {
+	w.runBuf = run
+	s := w.series(ref)
+	slices.SortStableFunc(run, func(a, b lateSample) int { return cmp.Compare(a.t, b.t) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept, conflicts, err := s.dropHeld(run, w.kept[:0], &w.held)
+	w.kept = kept
+	if err != nil {
+		// A chunk the checkpoint restored is damaged: inserting into
+		// it would fail the same way.
+		w.rejected += uint64(len(run))
+		return
+	}
+	w.rejected += uint64(conflicts)
+	w.inCheckpoint += uint64(len(run) - len(kept) - conflicts)
+	for _, x := range kept {
+		ok, err := s.insert(x, m)
+		w.count(x.t, ok, err)
+	}
+	clear(kept)
 }
 
 // count counts a sample at t applied as Commit did: samples that were
@@ -409,46 +526,49 @@ func (w *replayWorker) count(t int64, ok bool, err error) {
 	}
 }
 
-// series returns the series of ref, counting a sample of an unknown one.
-// The series of the previous sample is checked first: a batch often holds
-// runs of one series.
+// series returns the series of ref, counting a sample of an unknown one,
+// and makes it w.last. The series of the previous sample is checked
+// first: a batch often holds runs of one series.
 func (w *replayWorker) series(ref storage.SeriesRef) *memSeries {
-	if w.last != nil && w.last.ref == ref {
-		return w.last
+	if w.last.s != nil && w.last.s.ref == ref {
+		return w.last.s
 	}
-	s := w.lookup(ref)
-	if s == nil {
+	sl := w.lookup(ref)
+	if sl.s == nil {
 		w.unknown++
 		return nil
 	}
-	w.last = s
-	return s
+	w.last = sl
+	return sl.s
 }
 
-func (w *replayWorker) lookup(ref storage.SeriesRef) *memSeries {
+func (w *replayWorker) lookup(ref storage.SeriesRef) replaySlot {
 	slot := uint64(ref) / w.workers
 	if slot < uint64(len(w.slots)) {
-		if s := w.slots[slot]; s != nil {
-			return s
+		if sl := w.slots[slot]; sl.s != nil {
+			return sl
 		}
-	} else if s, ok := w.cache[ref]; ok {
-		return s
+	} else if sl, ok := w.cache[ref]; ok {
+		return sl
 	}
 	s := w.h.series.getByRef(ref)
 	if s == nil {
-		return nil
+		return replaySlot{}
 	}
+	s.mu.Lock()
+	sl := replaySlot{s: s, floor: s.maxt}
+	s.mu.Unlock()
 	switch {
 	case slot < uint64(len(w.slots)):
-		w.slots[slot] = s
+		w.slots[slot] = sl
 	case slot < replayCacheMaxSlots:
 		w.slots = slices.Grow(w.slots, int(slot)+1-len(w.slots))
 		w.slots = w.slots[:cap(w.slots)]
-		w.slots[slot] = s
+		w.slots[slot] = sl
 	default:
-		w.cache[ref] = s
+		w.cache[ref] = sl
 	}
-	return s
+	return sl
 }
 
 // replay rebuilds the head from the newest checkpoint and the WAL segments
@@ -470,13 +590,14 @@ func (h *Head) replay() error {
 		stats[1], err = wal.Replay(h.opts.WALDir, wal.ReplayOptions{From: from, Logger: h.logger, FS: h.opts.WAL.FS}, l.apply)
 		return err
 	}()
-	appended, unknown, skipped := l.finish()
+	appended, unknown, skipped, inCheckpoint := l.finish()
 	if err != nil {
 		return err
 	}
 	h.index.EnsureOrder()
 	elapsed := time.Since(start)
 	h.stats.replayedSamples.Add(appended)
+	h.stats.replayedHeld.Add(inCheckpoint)
 	h.stats.replayDurationNs.Store(int64(elapsed))
 	if unknown > 0 {
 		h.logger.Warn("WAL samples of unknown series dropped", "samples", unknown)
@@ -488,7 +609,7 @@ func (h *Head) replay() error {
 		}
 	}
 	h.logger.Info("WAL replayed", "dir", h.opts.WALDir, "series", h.stats.series.Load(),
-		"samples", appended, "skipped_samples", skipped, "checkpoint_bytes", stats[0].Bytes,
+		"samples", appended, "skipped_samples", skipped, "samples_in_checkpoint", inCheckpoint, "checkpoint_bytes", stats[0].Bytes,
 		"wal_bytes", stats[1].Bytes, "duration", elapsed,
 		"samples_per_second", int64(float64(appended)/max(elapsed.Seconds(), 1e-9)))
 	return nil
