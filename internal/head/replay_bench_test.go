@@ -118,6 +118,65 @@ func BenchmarkReplay(b *testing.B) {
 	}
 }
 
+// BenchmarkReplayCheckpointed measures a restart from the layout a
+// server killed while it takes writes leaves: a checkpoint written while
+// samples came in, which holds the first samples of the segment it
+// started (overlap rounds of 10k series), and the WAL since. samples/s
+// counts the samples the WAL adds over the whole replay, the
+// checkpoint's restore included; held/op is how many the checkpoint held
+// already.
+//
+//	go test ./internal/head -run NONE -bench BenchmarkReplayCheckpointed -benchmem -benchtime=3x -count=6 | tee new.txt
+//	benchstat old.txt new.txt
+func BenchmarkReplayCheckpointed(b *testing.B) {
+	const before, after = 1000, 500
+	for _, overlap := range []int{0, 50} {
+		b.Run(fmt.Sprintf("overlap=%d", overlap), func(b *testing.B) {
+			h, appendRound := benchChunkHead(b, b.TempDir())
+			for j := range before {
+				appendRound(j)
+			}
+			h.checkpointMu.Lock()
+			n, walBytes, err := h.cutCheckpoint()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := range overlap {
+				appendRound(before + j)
+			}
+			if err := h.writeCheckpointAt(n, walBytes); err != nil {
+				b.Fatal(err)
+			}
+			h.checkpointMu.Unlock()
+			for j := range after {
+				appendRound(before + overlap + j)
+			}
+			if err := h.Close(); err != nil {
+				b.Fatal(err)
+			}
+			opts := h.opts
+			wantSamples := uint64(benchReplaySeries * after)
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := Open(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				st := h.Stats()
+				if st.ReplayedSamples != wantSamples {
+					b.Fatalf("replayed %d samples, want %d", st.ReplayedSamples, wantSamples)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(st.ReplayedHeld), "held/op")
+				h.Close()
+				removeEmptySegments(b, opts.WALDir)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.N)*float64(wantSamples)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}
+
 func removeEmptySegments(b *testing.B, dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
