@@ -2,6 +2,7 @@ package head
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -48,8 +49,10 @@ type loader struct {
 	starts      []record.RefStartTime
 	metadata    []record.RefMetadata
 	exemplars   []record.RefExemplar
-	// buf is restoreChunks' scratch.
-	buf []byte
+	// buf is restoreChunks' scratch; restored counts the samples of the
+	// chunks it restored.
+	buf      []byte
+	restored uint64
 	// aliases maps the ref of a series record whose labels already belong
 	// to another ref onto that ref. It stays empty unless a series was
 	// logged twice under different refs.
@@ -79,11 +82,12 @@ type replayWorker struct {
 	cache   map[storage.SeriesRef]replaySlot
 	last    replaySlot // the series of the previous sample
 	// deferred holds the samples at or before their series' floor, for
-	// applyDeferred; held, runBuf and kept are its memory.
+	// applyDeferred; held, runBuf, kept and keys are its memory.
 	deferred replayBatch
 	held     heldChecker
 	runBuf   []lateSample
 	kept     []lateSample
+	keys     []uint64
 	// Counts, read after the worker is done, and the time range of the
 	// samples appended. inCheckpoint counts the samples the checkpoint
 	// held already.
@@ -278,9 +282,13 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 			return fmt.Errorf("series %s: unknown chunk encoding %d", cs.Labels, c.Enc)
 		}
 		// c.Data aliases the record being replayed.
-		if c.MaxT < c.MinT || c.MaxT-c.MinT > maxChunkSpan || len(c.Data) >= 1<<sizeBits {
+		if c.MaxT < c.MinT || c.MaxT-c.MinT > maxChunkSpan || len(c.Data) < 2 || len(c.Data) >= 1<<sizeBits {
 			return fmt.Errorf("series %s: a chunk of %d bytes spans [%d, %d], beyond what a head chunk may", cs.Labels, len(c.Data), c.MinT, c.MaxT)
 		}
+	}
+	for _, c := range cs.Chunks {
+		// Every encoding starts with its count of samples.
+		l.restored += uint64(binary.BigEndian.Uint16(c.Data))
 	}
 	s.last, l.buf = storeChunks(l.h.arena, l.buf, cs.Chunks, s.last)
 	s.nChunks += uint32(len(cs.Chunks))
@@ -461,37 +469,61 @@ func (w *replayWorker) applyHistogram(ref storage.SeriesRef, t int64, h *histogr
 // then integer and float histograms, as a batch's.
 func (w *replayWorker) applyDeferred(m *chunkMem) {
 	d := &w.deferred
-	slices.SortStableFunc(d.floats, func(a, b record.RefSample) int { return cmp.Compare(a.Ref, b.Ref) })
-	for i := 0; i < len(d.floats); {
-		ref, run := d.floats[i].Ref, w.runBuf[:0]
-		for ; i < len(d.floats) && d.floats[i].Ref == ref; i++ {
-			run = append(run, lateSample{t: d.floats[i].T, v: d.floats[i].V})
-		}
-		w.applyRun(ref, run, m)
-	}
-	slices.SortStableFunc(d.hists, func(a, b record.RefHistogramSample) int { return cmp.Compare(a.Ref, b.Ref) })
-	for i := 0; i < len(d.hists); {
-		ref, run := d.hists[i].Ref, w.runBuf[:0]
-		for ; i < len(d.hists) && d.hists[i].Ref == ref; i++ {
-			run = append(run, lateSample{t: d.hists[i].T, h: d.hists[i].H})
-		}
-		w.applyRun(ref, run, m)
-	}
-	slices.SortStableFunc(d.fhists, func(a, b record.RefFloatHistogramSample) int { return cmp.Compare(a.Ref, b.Ref) })
-	for i := 0; i < len(d.fhists); {
-		ref, run := d.fhists[i].Ref, w.runBuf[:0]
-		for ; i < len(d.fhists) && d.fhists[i].Ref == ref; i++ {
-			run = append(run, lateSample{t: d.fhists[i].T, fh: d.fhists[i].FH})
-		}
-		w.applyRun(ref, run, m)
-	}
+	apply := func(ref storage.SeriesRef, run []lateSample) { w.applyRun(ref, run, m) }
+	w.eachRun(len(d.floats), func(i int) storage.SeriesRef { return d.floats[i].Ref },
+		func(i int) lateSample { return lateSample{t: d.floats[i].T, v: d.floats[i].V} }, apply)
+	w.eachRun(len(d.hists), func(i int) storage.SeriesRef { return d.hists[i].Ref },
+		func(i int) lateSample { return lateSample{t: d.hists[i].T, h: d.hists[i].H} }, apply)
+	w.eachRun(len(d.fhists), func(i int) storage.SeriesRef { return d.fhists[i].Ref },
+		func(i int) lateSample { return lateSample{t: d.fhists[i].T, fh: d.fhists[i].FH} }, apply)
 	clear(w.runBuf[:cap(w.runBuf)])
 	d.reset()
 }
 
+// Deferred samples are grouped by series through keys of a ref and an
+// index, sorted: the index keeps them in log order within a series.
+// Sorting the samples themselves, stably, took 9% of a restart's CPU.
+const (
+	runIndexBits = 24 // more than replayDeferMax and a batch
+	runMaxRef    = 1<<(64-runIndexBits) - 1
+)
+
+// eachRun calls apply with the runs of n deferred samples, the ith
+// sample(i) of the series ref(i): a series' samples at a time, in log
+// order. run is w.runBuf, valid until apply returns.
+func (w *replayWorker) eachRun(n int, ref func(int) storage.SeriesRef, sample func(int) lateSample, apply func(ref storage.SeriesRef, run []lateSample)) {
+	w.keys = w.keys[:0]
+	large := false
+	for i := range n {
+		r := ref(i)
+		if large = r > runMaxRef; large {
+			break
+		}
+		w.keys = append(w.keys, uint64(r)<<runIndexBits|uint64(i))
+	}
+	if large {
+		// Refs beyond 2^40 series created: indexes, sorted stably.
+		w.keys = w.keys[:0]
+		for i := range n {
+			w.keys = append(w.keys, uint64(i))
+		}
+		slices.SortStableFunc(w.keys, func(a, b uint64) int { return cmp.Compare(ref(int(a)), ref(int(b))) })
+	} else {
+		slices.Sort(w.keys)
+	}
+	index := func(k uint64) int { return int(k & (1<<runIndexBits - 1)) }
+	for k := 0; k < len(w.keys); {
+		r, run := ref(index(w.keys[k])), w.runBuf[:0]
+		for ; k < len(w.keys) && ref(index(w.keys[k])) == r; k++ {
+			run = append(run, sample(index(w.keys[k])))
+		}
+		w.runBuf = run
+		apply(r, run)
+	}
+}
+
 // applyRun applies the deferred samples of one series, in log order.
 func (w *replayWorker) applyRun(ref storage.SeriesRef, run []lateSample, m *chunkMem) {
-	w.runBuf = run
 	s := w.series(ref)
 	slices.SortStableFunc(run, func(a, b lateSample) int { return cmp.Compare(a.t, b.t) })
 	s.mu.Lock()
@@ -576,7 +608,12 @@ func (w *replayWorker) lookup(ref storage.SeriesRef) replaySlot {
 func (h *Head) replay() error {
 	start := time.Now()
 	l := newLoader(h, h.opts.ReplayWorkers)
-	var stats [2]wal.ReplayStats
+	var (
+		stats [2]wal.ReplayStats
+		// walStart is when the checkpoint was read and the WAL's
+		// segments since began.
+		walStart = start
+	)
 	err := func() error {
 		cpDir, from, err := lastCheckpoint(h.fs(), h.opts.WALDir)
 		if err != nil {
@@ -586,6 +623,7 @@ func (h *Head) replay() error {
 			if stats[0], err = wal.Replay(cpDir, wal.ReplayOptions{Logger: h.logger, FS: h.opts.WAL.FS}, l.apply); err != nil {
 				return fmt.Errorf("read checkpoint %s: %w", cpDir, err)
 			}
+			walStart = time.Now()
 		}
 		stats[1], err = wal.Replay(h.opts.WALDir, wal.ReplayOptions{From: from, Logger: h.logger, FS: h.opts.WAL.FS}, l.apply)
 		return err
@@ -608,9 +646,13 @@ func (h *Head) replay() error {
 				"places", len(st.Repairs), "dropped_bytes", st.DroppedBytes)
 		}
 	}
+	// The WAL's rate is over the time after the checkpoint was read.
+	walElapsed := elapsed - walStart.Sub(start)
 	h.logger.Info("WAL replayed", "dir", h.opts.WALDir, "series", h.stats.series.Load(),
-		"samples", appended, "skipped_samples", skipped, "samples_in_checkpoint", inCheckpoint, "checkpoint_bytes", stats[0].Bytes,
-		"wal_bytes", stats[1].Bytes, "duration", elapsed,
-		"samples_per_second", int64(float64(appended)/max(elapsed.Seconds(), 1e-9)))
+		"checkpoint_samples", l.restored, "checkpoint_duration", walStart.Sub(start),
+		"samples", appended, "skipped_samples", skipped, "samples_in_checkpoint", inCheckpoint,
+		"checkpoint_bytes", stats[0].Bytes, "wal_bytes", stats[1].Bytes, "duration", elapsed,
+		"samples_per_second", int64(float64(l.restored+appended)/max(elapsed.Seconds(), 1e-9)),
+		"wal_samples_per_second", int64(float64(appended)/max(walElapsed.Seconds(), 1e-9)))
 	return nil
 }

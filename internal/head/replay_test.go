@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 
 	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // TestReplayCheckpointOverlap replays the layout a checkpoint written
@@ -190,4 +191,27 @@ func testChunkMem(t *testing.T, samples int) *chunkMem {
 		series.close()
 	})
 	return &chunkMem{samples: samples, arena: arena, series: series}
+}
+
+// TestEachRun groups deferred samples by series, each series' in log
+// order, also where refs are too large for the sort keys.
+func TestEachRun(t *testing.T) {
+	for _, big := range []storage.SeriesRef{7, runMaxRef + 1} {
+		refs := []storage.SeriesRef{5, big, 5, 3, big, 5}
+		var w replayWorker
+		got := map[storage.SeriesRef][]int64{}
+		var order []storage.SeriesRef
+		w.eachRun(len(refs), func(i int) storage.SeriesRef { return refs[i] },
+			func(i int) lateSample { return lateSample{t: int64(i)} },
+			func(ref storage.SeriesRef, run []lateSample) {
+				order = append(order, ref)
+				for _, x := range run {
+					got[ref] = append(got[ref], x.t)
+				}
+			})
+		want := map[storage.SeriesRef][]int64{5: {0, 2, 5}, big: {1, 4}, 3: {3}}
+		if len(order) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("ref %d: runs %v in order %v, want %v", big, got, order, want)
+		}
+	}
 }
