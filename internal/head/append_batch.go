@@ -1,6 +1,7 @@
 package head
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -101,41 +102,49 @@ func (b *appendBatch) encode(recs [][]byte) [][]byte {
 // made out of order or a duplicate since Append checked it. The sample is
 // in the WAL; replay decides the same way, dropping it there too.
 func (b *appendBatch) apply(m *chunkMem) (appended, dropped uint64) {
-	applyRuns(b.series, func(s *memSeries, i int) {
-		if ok, _ := s.applyFloat(b.samples[i].T, b.samples[i].V, m); ok {
-			appended++
-		} else {
-			dropped++
-		}
-	})
-	applyRuns(b.histSeries, func(s *memSeries, i int) {
-		if ok, _ := s.applyHistogram(b.hists[i].T, b.hists[i].H, nil, m); ok {
-			appended++
-		} else {
-			dropped++
-		}
-	})
-	applyRuns(b.fhistSeries, func(s *memSeries, i int) {
-		if ok, _ := s.applyHistogram(b.fhists[i].T, nil, b.fhists[i].FH, m); ok {
-			appended++
-		} else {
-			dropped++
-		}
-	})
-	return appended, dropped
+	n1, d1 := applyRuns(b.series, m, func(i int) lateSample { return lateSample{t: b.samples[i].T, v: b.samples[i].V} })
+	n2, d2 := applyRuns(b.histSeries, m, func(i int) lateSample { return lateSample{t: b.hists[i].T, h: b.hists[i].H} })
+	n3, d3 := applyRuns(b.fhistSeries, m, func(i int) lateSample { return lateSample{t: b.fhists[i].T, fh: b.fhists[i].FH} })
+	return n1 + n2 + n3, d1 + d2 + d3
 }
 
-// applyRuns calls apply for every index of series, holding each series'
-// lock once for a run of its samples.
-func applyRuns(series []*memSeries, apply func(s *memSeries, i int)) {
+// applyRuns applies the samples of series, the ith sample(i), holding
+// each series' lock once for a run of its samples, and returns how many
+// it appended and dropped. The late samples of a run are inserted
+// together, in time order (insertRun): applied as they come, in order
+// with the others, the series would hold the same samples, since each
+// late one is older than every sample appended after it.
+func applyRuns(series []*memSeries, m *chunkMem, sample func(i int) lateSample) (appended, dropped uint64) {
 	for i := 0; i < len(series); {
 		s := series[i]
+		late := m.lateRun[:0]
 		s.mu.Lock()
 		for ; i < len(series) && series[i] == s; i++ {
-			apply(s, i)
+			x := sample(i)
+			switch ok, isLate, _ := s.applyInOrder(x, m); {
+			case isLate:
+				late = append(late, x)
+			case ok:
+				appended++
+			default:
+				dropped++
+			}
+		}
+		if len(late) > 0 {
+			slices.SortStableFunc(late, func(a, b lateSample) int { return cmp.Compare(a.t, b.t) })
+			s.insertRun(late, m, func(_ int, ok bool, _ error) {
+				if ok {
+					appended++
+				} else {
+					dropped++
+				}
+			})
 		}
 		s.mu.Unlock()
+		clear(late)
+		m.lateRun = late[:0]
 	}
+	return appended, dropped
 }
 
 // reset empties the batch, keeping its memory (unless trimmed lets it

@@ -87,7 +87,10 @@ type appender struct {
 	// puts a whole chunk together in it.
 	dense    chunkenc.Densifier
 	spillBuf []byte
-	trim     bufferTrim
+	// late, merged and lateRun are chunkMem's, kept across commits so
+	// that late samples do not grow them anew each time.
+	late, merged, lateRun []lateSample
+	trim                  bufferTrim
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, smpl storage.Sample) (storage.SeriesRef, error) {
@@ -411,7 +414,8 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, series: &h.series.cells, dense: &a.dense, spillBuf: a.spillBuf}
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, series: &h.series.cells, dense: &a.dense, spillBuf: a.spillBuf,
+		late: a.late, merged: a.merged, lateRun: a.lateRun}
 	var appended, dropped uint64
 	for i := range a.parts() {
 		n, d := a.batches[i].apply(m)
@@ -419,6 +423,10 @@ func (a *appender) Commit() error {
 		dropped += d
 	}
 	a.spillBuf = m.spillBuf
+	// What they hold points to histograms, which they must not keep.
+	clear(m.late)
+	clear(m.merged)
+	a.late, a.merged, a.lateRun = m.late[:0], m.merged[:0], m.lateRun
 	if len(m.retired) > 0 {
 		h.retireChunks(m.retired)
 	}
@@ -545,6 +553,7 @@ func (a *appender) release() {
 	a.seriesBuf, a.startsBuf = trimmed(t, a.seriesBuf), trimmed(t, a.startsBuf)
 	a.metadataBuf, a.exemplarBuf = trimmed(t, a.metadataBuf), trimmed(t, a.exemplarBuf)
 	a.spillBuf = trimmed(t, a.spillBuf)
+	a.late, a.merged, a.lateRun = trimmed(t, a.late), trimmed(t, a.merged), trimmed(t, a.lateRun)
 	t.released()
 	a.last = nil
 	h := a.head

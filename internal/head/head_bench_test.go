@@ -193,3 +193,62 @@ func openBenchHead(b *testing.B) *Head {
 	b.Cleanup(func() { h.Close() })
 	return h
 }
+
+// BenchmarkAppendLateBulk measures a backfill through the out-of-order
+// window: a series holding ten chunks of samples 30 s apart takes the
+// samples in between, late, in time order, in commits of samples=N. Each
+// head takes 2,400 of them, so that every late sample meets a series of
+// the same size; opening it and its in-order samples are not timed.
+//
+//	go test ./internal/head -run NONE -bench BenchmarkAppendLateBulk -benchmem -count=6 | tee new.txt
+//	benchstat old.txt new.txt
+func BenchmarkAppendLateBulk(b *testing.B) {
+	const held = 2400
+	lset := labels.FromStrings("__name__", "backfilled")
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("samples=%d", n), func(b *testing.B) {
+			var h *Head
+			j := held
+			b.ReportAllocs()
+			for b.Loop() {
+				if j+n > held {
+					b.StopTimer()
+					if h != nil {
+						h.Close()
+					}
+					opts := DefaultOptions()
+					opts.WALDir = b.TempDir()
+					opts.OutOfOrderWindow = 1 << 40
+					var err error
+					if h, err = Open(opts); err != nil {
+						b.Fatal(err)
+					}
+					app := h.Appender(context.Background())
+					for k := range held {
+						if _, err := app.Append(0, lset, storage.Sample{T: int64(k) * 30_000, V: float64(k)}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := app.Commit(); err != nil {
+						b.Fatal(err)
+					}
+					j = 0
+					b.StartTimer()
+				}
+				app := h.Appender(context.Background())
+				for range n {
+					if _, err := app.Append(0, lset, storage.Sample{T: int64(j)*30_000 + 15_000, V: float64(j)}); err != nil {
+						b.Fatal(err)
+					}
+					j++
+				}
+				if err := app.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			h.Close()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
+		})
+	}
+}

@@ -107,6 +107,55 @@ func TestInsertRandom(t *testing.T) {
 	}
 }
 
+// TestApplyRunsRandom commits random samples to one series in runs, as
+// a commit applies them (applyRuns): the late samples of a run are
+// inserted together, and the series ends up holding the first sample
+// given at each timestamp, the run counting each sample as sequential
+// inserts would.
+func TestApplyRunsRandom(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		const chunkSamples, blockRange = 5, 100
+		m := testChunkMem(t, chunkSamples)
+		m.blockRange = blockRange
+		s := newMemSeries(1)
+		want := map[int64]lateSample{}
+		for range 60 {
+			run := make([]lateSample, 1+rng.IntN(12))
+			wantOK := 0
+			for i := range run {
+				ts := rng.Int64N(400)
+				switch k := rng.IntN(10); {
+				case k < 6:
+					run[i] = lateSample{t: ts, v: float64(rng.IntN(4))}
+				case k < 8:
+					run[i] = lateSample{t: ts, h: testHistogram(rng.IntN(3))}
+				default:
+					run[i] = lateSample{t: ts, fh: testHistogram(rng.IntN(3)).ToFloat(nil)}
+				}
+				if _, seen := want[ts]; !seen {
+					want[ts] = run[i]
+					wantOK++
+				}
+			}
+			series := slices.Repeat([]*memSeries{s}, len(run))
+			ok, _ := applyRuns(series, m, func(i int) lateSample { return run[i] })
+			if ok != uint64(wantOK) {
+				t.Fatalf("seed %d: a run of %d added %d samples, want %d", seed, len(run), ok, wantOK)
+			}
+		}
+		got := checkChunks(t, s, chunkSamples, blockRange)
+		if len(got) != len(want) {
+			t.Fatalf("seed %d: %d samples, want %d", seed, len(got), len(want))
+		}
+		for _, g := range got {
+			if w := want[g.t]; !sameSample(g, w) {
+				t.Fatalf("seed %d: sample at %d is %+v, want %+v", seed, g.t, g, w)
+			}
+		}
+	}
+}
+
 // checkChunks decodes the series' chunks, checking that they are sorted,
 // disjoint, each within one block range and holding at most twice the
 // sample limit (histograms: one more chunk when a reset or layout needs

@@ -538,10 +538,7 @@ func (w *replayWorker) applyRun(ref storage.SeriesRef, run []lateSample, m *chun
 	}
 	w.rejected += uint64(conflicts)
 	w.inCheckpoint += uint64(len(run) - len(kept) - conflicts)
-	for _, x := range kept {
-		ok, err := s.insert(x, m)
-		w.count(x.t, ok, err)
-	}
+	s.insertRun(kept, m, func(i int, ok bool, err error) { w.count(kept[i].t, ok, err) })
 	clear(kept)
 }
 

@@ -111,10 +111,14 @@ type chunkMem struct {
 	// is smaller (see densify).
 	dense *chunkenc.Densifier
 	// late is insert's buffer for the samples of the chunk a late sample
-	// goes into; retired gets the bytes of closed chunks insert replaced,
-	// for the caller to retire (see retireChunks).
+	// goes into, merged for them merged with the late ones; retired gets
+	// the bytes of closed chunks insert replaced, for the caller to
+	// retire (see retireChunks).
 	late    []lateSample
+	merged  []lateSample
 	retired [][]byte
+	// lateRun is applyRuns' buffer for a run's late samples.
+	lateRun []lateSample
 	// inserted counts the late samples insert added.
 	inserted uint64
 }
@@ -239,36 +243,51 @@ func checkOrder(maxt int64, lastV float64, t int64, v float64) (dup bool, err er
 // after the series' newest sample, or inserted before it (see insert).
 // err says why not (another value at the same timestamp); an exact
 // duplicate is neither added nor an error. Commit and replay both decide
-// through it (and applyHistogram), so that a replay restores exactly
-// what the commit applied. mu must be held.
+// through it (and applyHistogram, and applyInOrder for a commit's runs),
+// so that a replay restores exactly what the commit applied. mu must be
+// held.
 func (s *memSeries) applyFloat(t int64, v float64, m *chunkMem) (bool, error) {
-	dup, err := s.appendable(t, v)
-	if err == storage.ErrOutOfOrderSample {
-		return s.insert(lateSample{t: t, v: v}, m)
-	}
-	if err != nil || dup {
-		return false, err
-	}
-	s.append(t, v, m)
-	return true, nil
+	return s.applySample(lateSample{t: t, v: v}, m)
 }
 
 // applyHistogram is applyFloat for an integer (h) or float (fh)
 // histogram.
 func (s *memSeries) applyHistogram(t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, m *chunkMem) (bool, error) {
-	dup, err := s.appendableHistogram(t, h, fh)
-	if err == storage.ErrOutOfOrderSample {
-		return s.insert(lateSample{t: t, h: h, fh: fh}, m)
+	return s.applySample(lateSample{t: t, h: h, fh: fh}, m)
+}
+
+// applySample is applyFloat for a sample of any kind.
+func (s *memSeries) applySample(x lateSample, m *chunkMem) (bool, error) {
+	ok, late, err := s.applyInOrder(x, m)
+	if late {
+		return s.insert(x, m)
 	}
-	if err != nil || dup {
-		return false, err
-	}
-	if h != nil {
-		s.appendHistogram(t, h, m)
+	return ok, err
+}
+
+// applyInOrder appends x if it is newer than the series' newest sample,
+// as applySample does; one older it leaves to the caller, reporting late,
+// for insert or insertRun. mu must be held.
+func (s *memSeries) applyInOrder(x lateSample, m *chunkMem) (ok, late bool, err error) {
+	var dup bool
+	if x.h == nil && x.fh == nil {
+		dup, err = s.appendable(x.t, x.v)
 	} else {
-		s.appendFloatHistogram(t, fh, m)
+		dup, err = s.appendableHistogram(x.t, x.h, x.fh)
 	}
-	return true, nil
+	switch {
+	case err == storage.ErrOutOfOrderSample:
+		return false, true, nil
+	case err != nil || dup:
+		return false, false, err
+	case x.h != nil:
+		s.appendHistogram(x.t, x.h, m)
+	case x.fh != nil:
+		s.appendFloatHistogram(x.t, x.fh, m)
+	default:
+		s.append(x.t, x.v, m)
+	}
+	return true, false, nil
 }
 
 // hasOpenSamples reports whether the series has an open chunk holding
