@@ -29,15 +29,7 @@ func TestInsertRandom(t *testing.T) {
 		want := map[int64]lateSample{}
 		for range 300 {
 			ts := rng.Int64N(400)
-			var x lateSample
-			switch k := rng.IntN(10); {
-			case k < 6:
-				x = lateSample{t: ts, v: float64(rng.IntN(4))}
-			case k < 8:
-				x = lateSample{t: ts, h: testHistogram(rng.IntN(3))}
-			default:
-				x = lateSample{t: ts, fh: testHistogram(rng.IntN(3)).ToFloat(nil)}
-			}
+			x := randomSample(rng, ts)
 			prev, seen := want[ts]
 			if ts < s.maxt {
 				// What Append checks a late sample with.
@@ -75,15 +67,7 @@ func TestInsertRandom(t *testing.T) {
 				}
 			}
 		}
-		got := checkChunks(t, s, chunkSamples, blockRange)
-		if len(got) != len(want) {
-			t.Fatalf("seed %d: %d samples, want %d", seed, len(got), len(want))
-		}
-		for _, g := range got {
-			if w := want[g.t]; !sameSample(g, w) {
-				t.Fatalf("seed %d: sample at %d is %+v, want %+v", seed, g.t, g, w)
-			}
-		}
+		checkHolds(t, seed, s, want, chunkSamples, blockRange)
 		for _, data := range m.retired {
 			arena.release(data)
 		}
@@ -125,14 +109,7 @@ func TestApplyRunsRandom(t *testing.T) {
 			wantOK := 0
 			for i := range run {
 				ts := rng.Int64N(400)
-				switch k := rng.IntN(10); {
-				case k < 6:
-					run[i] = lateSample{t: ts, v: float64(rng.IntN(4))}
-				case k < 8:
-					run[i] = lateSample{t: ts, h: testHistogram(rng.IntN(3))}
-				default:
-					run[i] = lateSample{t: ts, fh: testHistogram(rng.IntN(3)).ToFloat(nil)}
-				}
+				run[i] = randomSample(rng, ts)
 				if _, seen := want[ts]; !seen {
 					want[ts] = run[i]
 					wantOK++
@@ -144,14 +121,33 @@ func TestApplyRunsRandom(t *testing.T) {
 				t.Fatalf("seed %d: a run of %d added %d samples, want %d", seed, len(run), ok, wantOK)
 			}
 		}
-		got := checkChunks(t, s, chunkSamples, blockRange)
-		if len(got) != len(want) {
-			t.Fatalf("seed %d: %d samples, want %d", seed, len(got), len(want))
-		}
-		for _, g := range got {
-			if w := want[g.t]; !sameSample(g, w) {
-				t.Fatalf("seed %d: sample at %d is %+v, want %+v", seed, g.t, g, w)
-			}
+		checkHolds(t, seed, s, want, chunkSamples, blockRange)
+	}
+}
+
+// randomSample returns a sample at ts of a random kind, of few values,
+// so that samples at one time are often the same.
+func randomSample(rng *rand.Rand, ts int64) lateSample {
+	switch k := rng.IntN(10); {
+	case k < 6:
+		return lateSample{t: ts, v: float64(rng.IntN(4))}
+	case k < 8:
+		return lateSample{t: ts, h: testHistogram(rng.IntN(3))}
+	}
+	return lateSample{t: ts, fh: testHistogram(rng.IntN(3)).ToFloat(nil)}
+}
+
+// checkHolds checks that s holds exactly want, by time, in chunks that
+// checkChunks accepts.
+func checkHolds(t *testing.T, seed uint64, s *memSeries, want map[int64]lateSample, chunkSamples int, blockRange int64) {
+	t.Helper()
+	got := checkChunks(t, s, chunkSamples, blockRange)
+	if len(got) != len(want) {
+		t.Fatalf("seed %d: %d samples, want %d", seed, len(got), len(want))
+	}
+	for _, g := range got {
+		if w := want[g.t]; !sameSample(g, w) {
+			t.Fatalf("seed %d: sample at %d is %+v, want %+v", seed, g.t, g, w)
 		}
 	}
 }
