@@ -2,7 +2,9 @@ package head
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -59,7 +61,7 @@ const chunkFileBlock = 16 << 20
 // The open chunks' memory, which changes with each sample, is cells (see
 // cellPool), freed one by one.
 //
-// All fields but cells are guarded by mu.
+// All fields but cells and removing are guarded by mu.
 type chunkArena struct {
 	mu sync.Mutex
 	// cells hold the newest bytes of open XOR chunks (the series have
@@ -84,6 +86,8 @@ type chunkArena struct {
 	// for file blocks, the bytes written to them, which fileBytes counts
 	// alone.
 	mapped, fileBytes int64
+	// removing is openArena's deletion of the files of the last run.
+	removing sync.WaitGroup
 	// chunks counts the chunks copied or reserved and not released, large
 	// ones too; open counts those of them that are the regions of open
 	// chunks that spilled (see memSeries.spillOpen).
@@ -101,20 +105,50 @@ type arenaBlock struct {
 
 // openArena returns an arena that keeps its blocks in files in dir,
 // emptied first, or in anonymous memory if dir is "".
+//
+// What dir held is moved aside into dir/.removing and deleted in the
+// background (close waits for it): deleting a head's chunk files took
+// 60 ms before replay could start at 10k series of 50 minutes, 170 ms at
+// three hours, while renames take none. A crash between the two renames
+// leaves dir.removing, which the next open deletes before it starts.
 func openArena(dir string, logger *slog.Logger) (*chunkArena, error) {
 	a := &chunkArena{logger: logger, fileBlock: chunkFileBlock}
 	if dir == "" || !fileBlocksSupported {
 		return a, nil
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	aside := dir + removingSuffix
+	if err := os.RemoveAll(aside); err != nil {
+		return nil, fmt.Errorf("empty head chunk directory: %w", err)
+	}
+	switch err := os.Rename(dir, aside); {
+	case errors.Is(err, fs.ErrNotExist):
+		aside = ""
+	case err != nil:
 		return nil, fmt.Errorf("empty head chunk directory: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("create head chunk directory: %w", err)
 	}
+	if aside != "" {
+		old := filepath.Join(dir, removingSuffix)
+		if err := os.Rename(aside, old); err != nil {
+			return nil, fmt.Errorf("empty head chunk directory: %w", err)
+		}
+		a.removing.Add(1)
+		go func() {
+			defer a.removing.Done()
+			if err := os.RemoveAll(old); err != nil {
+				logger.Warn("Cannot delete the head chunk files of the last run", "dir", old, "err", err)
+			}
+		}()
+	}
 	a.dir = dir
 	return a, nil
 }
+
+// removingSuffix names what openArena deletes: its files are not
+// numbered, so new blocks never take its name.
+const removingSuffix = ".removing"
 
 // maxArenaChunk is the largest chunk the arena takes into a block: a
 // rare, unusually large chunk would waste the rest of one.
@@ -508,6 +542,7 @@ func compareBase[T region](r T, p uintptr) int {
 // close frees every block and cell. Nobody may read a chunk of the arena
 // after.
 func (a *chunkArena) close() {
+	a.removing.Wait()
 	a.cells.close()
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -4,7 +4,11 @@ package head
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"unsafe"
 
@@ -54,5 +58,42 @@ func TestArenaWriteFailure(t *testing.T) {
 	}
 	if n := a.liveChunks(); n != 2 {
 		t.Errorf("%d chunks in the arena, want 2", n)
+	}
+}
+
+// TestArenaEmptiesDir opens an arena on the files of a last run, and on
+// what a crash while it set them aside left: the arena starts with none
+// of them, and they are gone once it is closed.
+func TestArenaEmptiesDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "chunks_head")
+	for _, d := range []string{dir, dir + removingSuffix} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "00000000"), make([]byte, 1<<20), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := openArena(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir + removingSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s left: %v", dir+removingSuffix, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "00000000")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the last run's block file is still there: %v", err)
+	}
+	a.copy([]byte("a chunk"))
+	a.close()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == removingSuffix {
+			t.Errorf("%s not deleted by close", e.Name())
+		}
 	}
 }
