@@ -9,7 +9,7 @@ import (
 )
 
 // Samples a series may hold already: replay's samples at or before the
-// newest one a checkpoint restored (see replayWorker.deferSample) are
+// newest one a checkpoint restored (see replayWorker.applyDeferred) are
 // mostly in the restored chunks, as the checkpoint was written after the
 // WAL segment they are in was started. Checking them one at a time, as a
 // late sample is checked, decodes a chunk per sample; dropHeld checks a

@@ -62,7 +62,7 @@ func (s *memSeries) insert(smpl lateSample, m *chunkMem) (ok bool, err error) {
 // and result. Those that go into one chunk are merged into it together:
 // the chunk is decoded and encoded, and the chunks after it copied, once
 // for them rather than once each (a backfill through the window of 100
-// samples a commit took 7.7 µs a sample, BenchmarkAppendLateBulk). xs is
+// samples a commit took 9.7 µs a sample, BenchmarkAppendLateBulk). xs is
 // not kept. mu must be held.
 func (s *memSeries) insertRun(xs []lateSample, m *chunkMem, done func(i int, ok bool, err error)) {
 	for lo := 0; lo < len(xs); {
@@ -202,39 +202,16 @@ func (s *memSeries) checkLate(x lateSample) (dup bool, err error) {
 	if x.t < mint || x.t > maxt {
 		return false, nil
 	}
-	var (
-		held  lateSample
-		found bool
-	)
-	switch enc {
-	case chunkenc.EncHistogram:
-		var it chunkenc.HistogramIterator
-		for it.Reset(data); !found && it.Next() && it.AtT() <= x.t; {
-			if found = it.AtT() == x.t; found {
-				held.h = it.AtHistogram(nil)
-			}
-		}
-	case chunkenc.EncFloatHistogram:
-		var it chunkenc.FloatHistogramIterator
-		for it.Reset(data); !found && it.Next() && it.AtT() <= x.t; {
-			if found = it.AtT() == x.t; found {
-				held.fh = it.AtFloatHistogram(nil)
-			}
-		}
-	default:
-		it := floatIterator(enc, data)
-		for !found && it.Next() {
-			t, v := it.At()
-			if t > x.t {
-				break
-			}
-			found, held.v = t == x.t, v
-		}
+	var cur chunkCursor
+	cur.reset(data, enc)
+	at := cur.next()
+	for at && cur.t() < x.t {
+		at = cur.next()
 	}
-	if !found {
+	if !at || cur.t() != x.t {
 		return false, nil
 	}
-	if sameSample(held, x) {
+	if sameSample(cur.sample(), x) {
 		return true, nil
 	}
 	return false, storage.ErrDuplicateSampleForTimestamp

@@ -105,7 +105,7 @@ type replaySlot struct {
 	floor int64
 }
 
-// replayDeferMax is how many samples a worker defers (see deferSample)
+// replayDeferMax is how many samples a worker defers (see applyDeferred)
 // before it checks those it has: 24 MiB of float samples. The more it
 // holds, the more of a series' samples share a chunk's decoding; a
 // checkpoint written while samples came in at a million a second for ten
@@ -433,7 +433,7 @@ func (w *replayWorker) retire(m *chunkMem) {
 }
 
 // applyHistogram applies a histogram to the series of ref, as Commit did,
-// or defers it (see deferSample).
+// or defers it (see applyDeferred).
 func (w *replayWorker) applyHistogram(ref storage.SeriesRef, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, m *chunkMem) {
 	s := w.series(ref)
 	switch {
