@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/server"
@@ -86,6 +87,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&sc.QueryRangeParallelism, "query.range-parallelism", sc.QueryRangeParallelism, "most parts a range query's steps are split into and evaluated at once, on different cores (default: the cores strata may use); 1 evaluates every query whole")
 	fs.DurationVar(&sc.DefaultSubqueryStep, "query.default-subquery-step", sc.DefaultSubqueryStep, "step of subqueries that do not give one")
 	fs.StringVar(&sc.QueryEngine, "query.engine", sc.QueryEngine, "how queries are evaluated: rollup (rate, increase, irate, delta, idelta, changes, resets and sum/avg/min/max/count_over_time over range vectors, and instant vector selectors, and their sum, avg, min, max, count and group, by strata (over all steps of a range query at once), the rest by Prometheus' engine, with the same answers) or prometheus (Prometheus' engine alone); queries asking for stats always run in Prometheus' engine")
+	var external stringList
+	fs.Var(&external, "external-label", "a label that identifies this server among others, name=value (may be repeated), as Prometheus' global.external_labels: shown in /api/v1/status/config for Thanos' sidecar and added to remote-read's series, not stored")
 	var features stringList
 	fs.Var(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr, use-start-timestamps (may be repeated)")
 	if err := fs.Parse(args); err != nil {
@@ -178,6 +181,9 @@ func parseFlags(args []string) (config, error) {
 	case sc.QueryEngine != server.QueryEngineRollup && sc.QueryEngine != server.QueryEnginePrometheus:
 		return cfg, fmt.Errorf("--query.engine %q: want %q or %q", sc.QueryEngine, server.QueryEngineRollup, server.QueryEnginePrometheus)
 	}
+	if sc.ExternalLabels, err = parseExternalLabels(external); err != nil {
+		return cfg, fmt.Errorf("--external-label: %w", err)
+	}
 	for _, f := range splitFeatures(features) {
 		switch f {
 		case "promql-experimental-functions":
@@ -200,6 +206,37 @@ func parseFlags(args []string) (config, error) {
 		cfg.memLimitRatio = *memLimitRatio
 	}
 	return cfg, nil
+}
+
+// parseExternalLabels parses --external-label values, name=value each.
+// Names are refused where Prometheus' configuration refuses them, and
+// also where they begin with "__", which Prometheus reserves for labels of
+// its own: an external label is added to series on their way out, where
+// it would stand beside or replace those.
+func parseExternalLabels(values []string) (labels.Labels, error) {
+	b := labels.NewScratchBuilder(len(values))
+	seen := map[string]bool{}
+	for _, v := range values {
+		name, value, ok := strings.Cut(v, "=")
+		switch {
+		case !ok:
+			return labels.EmptyLabels(), fmt.Errorf("%q is not name=value", v)
+		case !model.UTF8Validation.IsValidLabelName(name):
+			return labels.EmptyLabels(), fmt.Errorf("%q is not a valid label name", name)
+		case strings.HasPrefix(name, "__"):
+			return labels.EmptyLabels(), fmt.Errorf("%q: names beginning with __ are reserved", name)
+		case value == "":
+			return labels.EmptyLabels(), fmt.Errorf("%q has no value", name)
+		case !model.LabelValue(value).IsValid():
+			return labels.EmptyLabels(), fmt.Errorf("%q: value %q is not valid UTF-8", name, value)
+		case seen[name]:
+			return labels.EmptyLabels(), fmt.Errorf("%q is given twice", name)
+		}
+		seen[name] = true
+		b.Add(name, value)
+	}
+	b.Sort()
+	return b.Labels(), nil
 }
 
 // splitFeatures turns repeated, comma-separated --enable-feature values

@@ -383,6 +383,13 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--auto-gomemlimit.ratio", "0"},
 		{"--auto-gomemlimit.ratio", "1.5"},
 		{"--auto-gomemlimit.ratio", "NaN"},
+		{"--external-label", "replica"},
+		{"--external-label", "replica="},
+		{"--external-label", "=a"},
+		{"--external-label", "__name__=up"},
+		{"--external-label", "__replica__=a"},
+		{"--external-label", "region=eu", "--external-label", "region=us"},
+		{"--external-label", "region=\xff"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -413,6 +420,13 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	}
 	if f := cfg.server.Flags; f["storage.out-of-order-window"] != "30m" || f["retention.size"] != "512MB" || f["listen-address"] == "" {
 		t.Errorf("flags for /api/v1/status/flags: %v", f)
+	}
+	cfg, err = parseFlags([]string{"--external-label", "replica=a", "--external-label", "cluster=eu-1=blue", "--external-label", "k8s.region=west"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.server.ExternalLabels.String(); got != `{cluster="eu-1=blue", "k8s.region"="west", replica="a"}` {
+		t.Errorf("external labels %s", got)
 	}
 	cfg, err = parseFlags([]string{"--otlp.translation-strategy", "NoUTF8EscapingWithSuffixes", "--otlp.promote-resource-attributes", " k8s.pod.name, region ",
 		"--otlp.delta", "as-is", "--otlp.promote-scope-metadata", "--otlp.convert-histograms-to-nhcb"})

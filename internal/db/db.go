@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -262,6 +263,21 @@ func (db *DB) Blocks() []block.Meta {
 		metas[i] = b.Meta()
 	}
 	return metas
+}
+
+// LowestTime returns the oldest time the store may hold a sample at: the
+// oldest block's start, or the head's if there is no block;
+// math.MaxInt64 while the store holds nothing or is not ready.
+func (db *DB) LowestTime() int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	switch {
+	case len(db.blocks) > 0:
+		return min(db.blocks[0].Meta().MinTime, db.head.MinTime())
+	case db.head != nil:
+		return db.head.MinTime()
+	}
+	return math.MaxInt64
 }
 
 // Stats returns the store's counters.

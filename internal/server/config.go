@@ -7,6 +7,7 @@ import (
 	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/labels"
 	"go.yaml.in/yaml/v2"
 )
 
@@ -16,9 +17,11 @@ import (
 func effectiveConfig(cfg Config) (string, error) {
 	retention := &config.TSDBRetentionConfig{Time: model.Duration(cfg.RetentionTime), Size: units.Base2Bytes(cfg.RetentionSize)}
 	c := struct {
+		Global  global               `yaml:"global,omitempty"`
 		Storage config.StorageConfig `yaml:"storage"`
 		OTLP    config.OTLPConfig    `yaml:"otlp"`
 	}{
+		Global: global{ExternalLabels: cfg.ExternalLabels},
 		Storage: config.StorageConfig{
 			TSDBConfig: &config.TSDBConfig{
 				OutOfOrderTimeWindow:     cfg.OutOfOrderWindow.Milliseconds(),
@@ -34,6 +37,13 @@ func effectiveConfig(cfg Config) (string, error) {
 		return "", fmt.Errorf("encode the configuration: %w", err)
 	}
 	return string(b), nil
+}
+
+// global is the part of the file's global section strata honours.
+// Prometheus' own GlobalConfig would show its scrape and evaluation
+// defaults too, which strata does not use.
+type global struct {
+	ExternalLabels labels.Labels `yaml:"external_labels,omitempty"`
 }
 
 // retentionString is the retention as Prometheus' runtimeinfo gives it:

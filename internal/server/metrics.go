@@ -111,6 +111,12 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 			Name: "strata_retention_deleted_blocks_total",
 			Help: "Blocks deleted by --retention.time or --retention.size.",
 		}, dbStat(func(s db.Stats) float64 { return float64(s.RetentionDeletions) })),
+		// Prometheus' name and value: Thanos' sidecar reads it to
+		// advertise the oldest data a node holds.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "prometheus_tsdb_lowest_timestamp_seconds",
+			Help: "Oldest time the store may hold a sample at, in whole seconds (as Prometheus, 9223372036854775 while it holds none).",
+		}, func() float64 { return float64(store.LowestTime() / 1000) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_ready",
 			Help: "1 once the WAL is replayed and the store serves reads and writes.",

@@ -34,10 +34,13 @@ func DefaultRemoteReadLimits() RemoteReadLimits {
 // XOR and histogram chunks in Prometheus' encodings, negotiated by the
 // request's accepted_response_types. strata's chunks are not Prometheus'
 // on the wire, so the series are encoded into Prometheus' chunks as they
-// are sent (chunkQueryable).
-func newRemoteReadHandler(logger *slog.Logger, q storage.Queryable, lim RemoteReadLimits) http.Handler {
-	noConfig := func() config.Config { return config.Config{} } // no external labels
-	return remote.NewReadHandler(logger, nil, chunkQueryable{q}, noConfig, lim.MaxSamples, lim.MaxConcurrent, lim.MaxBytesInFrame)
+// are sent (chunkQueryable). As Prometheus' does, the handler adds the
+// external labels to every series it returns and drops the request's
+// matchers that they satisfy, so that a reader that filters by its own
+// external labels finds the series.
+func newRemoteReadHandler(logger *slog.Logger, q storage.Queryable, lim RemoteReadLimits, external labels.Labels) http.Handler {
+	cfg := config.Config{GlobalConfig: config.GlobalConfig{ExternalLabels: external}}
+	return remote.NewReadHandler(logger, nil, chunkQueryable{q}, func() config.Config { return cfg }, lim.MaxSamples, lim.MaxConcurrent, lim.MaxBytesInFrame)
 }
 
 // chunkQueryable adds to a Queryable the chunk querier of streamed

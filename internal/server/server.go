@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"google.golang.org/grpc"
@@ -103,6 +104,12 @@ type Config struct {
 	// Flags are the command line's flags and their values, as
 	// /api/v1/status/flags shows them.
 	Flags map[string]string
+
+	// ExternalLabels identify this server among others, as Prometheus'
+	// global.external_labels: shown in /api/v1/status/config, where
+	// Thanos' sidecar reads them, and added to the series remote-read
+	// returns. They are not stored with the series.
+	ExternalLabels labels.Labels
 }
 
 // DefaultConfig returns the configuration of a server started without
@@ -284,7 +291,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		return err
 	}
 	mux.Handle("/api/v1/", httpMetrics.wrap("api", compress(apiMux)))
-	mux.Handle("POST /api/v1/read", httpMetrics.wrap("remote-read", newRemoteReadHandler(logger.With("component", "remote-read"), store, cfg.RemoteRead)))
+	mux.Handle("POST /api/v1/read", httpMetrics.wrap("remote-read", newRemoteReadHandler(logger.With("component", "remote-read"), store, cfg.RemoteRead, cfg.ExternalLabels)))
 
 	webUI := compress(ui.Handler())
 	mux.Handle("GET /{$}", webUI)
