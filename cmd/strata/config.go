@@ -58,6 +58,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&rr.MaxSamples, "remote-read.sample-limit", rr.MaxSamples, "most samples a sampled remote-read response may hold; 0 for no limit (streamed responses are bounded by the frame size)")
 	fs.IntVar(&rr.MaxConcurrent, "remote-read.concurrent-limit", rr.MaxConcurrent, "most remote-read requests served at once; more wait")
 	fs.IntVar(&rr.MaxBytesInFrame, "remote-read.max-bytes-in-frame", rr.MaxBytesInFrame, "largest frame of a streamed remote-read response, in bytes")
+	fs.StringVar(&sc.StoreAPIAddress, "grpc.listen-address", "", "address to serve Thanos' StoreAPI on over gRPC, for a Thanos Querier (Thanos' port is 10901); empty: none")
+	fs.IntVar(&sc.StoreAPILimits.MaxSeries, "store.limits.request-series", 0, "most series a StoreAPI Series request may select; more is refused with ResourceExhausted (0: no limit)")
+	fs.IntVar(&sc.StoreAPILimits.MaxChunks, "store.limits.request-chunks", 0, "most chunks a StoreAPI Series request may send; more is refused with ResourceExhausted (0: no limit)")
 	ot := &sc.OTLP.Translation
 	// Not DefaultConfig's: a server run in-process (tests, the bench
 	// tool) should not take OTLP's port unless asked to.
@@ -174,6 +177,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--query.max-samples must be positive")
 	case sc.QueryMaxConcurrency <= 0:
 		return cfg, fmt.Errorf("--query.max-concurrency must be positive")
+	case sc.StoreAPILimits.MaxSeries < 0 || sc.StoreAPILimits.MaxChunks < 0:
+		return cfg, fmt.Errorf("--store.limits.request-series and --store.limits.request-chunks must not be negative")
 	case sc.QueryRangeParallelism <= 0:
 		return cfg, fmt.Errorf("--query.range-parallelism must be positive")
 	case sc.DefaultSubqueryStep <= 0:

@@ -390,6 +390,8 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--external-label", "__replica__=a"},
 		{"--external-label", "region=eu", "--external-label", "region=us"},
 		{"--external-label", "region=\xff"},
+		{"--store.limits.request-series", "-1"},
+		{"--store.limits.request-chunks", "-5"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
+	"github.com/strata-db/strata/internal/storeapi"
 )
 
 // RemoteReadLimits bound remote-read, as Prometheus' own
@@ -34,29 +34,11 @@ func DefaultRemoteReadLimits() RemoteReadLimits {
 // XOR and histogram chunks in Prometheus' encodings, negotiated by the
 // request's accepted_response_types. strata's chunks are not Prometheus'
 // on the wire, so the series are encoded into Prometheus' chunks as they
-// are sent (chunkQueryable). As Prometheus' does, the handler adds the
+// are sent (storeapi.Chunks). As Prometheus' does, the handler adds the
 // external labels to every series it returns and drops the request's
 // matchers that they satisfy, so that a reader that filters by its own
 // external labels finds the series.
 func newRemoteReadHandler(logger *slog.Logger, q storage.Queryable, lim RemoteReadLimits, external labels.Labels) http.Handler {
 	cfg := config.Config{GlobalConfig: config.GlobalConfig{ExternalLabels: external}}
-	return remote.NewReadHandler(logger, nil, chunkQueryable{q}, func() config.Config { return cfg }, lim.MaxSamples, lim.MaxConcurrent, lim.MaxBytesInFrame)
-}
-
-// chunkQueryable adds to a Queryable the chunk querier of streamed
-// remote-read: its series encoded into Prometheus' chunks.
-type chunkQueryable struct{ storage.Queryable }
-
-func (c chunkQueryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
-	q, err := c.Querier(mint, maxt)
-	if err != nil {
-		return nil, err
-	}
-	return chunkQuerier{q}, nil
-}
-
-type chunkQuerier struct{ storage.Querier }
-
-func (q chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
-	return storage.NewSeriesSetToChunkSet(q.Querier.Select(ctx, sortSeries, hints, ms...))
+	return remote.NewReadHandler(logger, nil, storeapi.Chunks(q), func() config.Config { return cfg }, lim.MaxSamples, lim.MaxConcurrent, lim.MaxBytesInFrame)
 }

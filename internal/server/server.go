@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/strata-db/strata/internal/storeapi"
 	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/internal/api"
@@ -54,6 +55,11 @@ type Config struct {
 	OTLP otlp.Options
 	// OTLPGRPCAddress is where OTLP/gRPC is served; empty: not at all.
 	OTLPGRPCAddress string
+	// StoreAPIAddress is where Thanos' StoreAPI is served over gRPC;
+	// empty: not at all.
+	StoreAPIAddress string
+	// StoreAPILimits bound a StoreAPI Series request.
+	StoreAPILimits storeapi.Limits
 	// MaxSeries bounds the series in the store; 0 means no limit.
 	MaxSeries int
 	// MaxExemplars is how many exemplars the store keeps; 0 keeps none.
@@ -183,6 +189,16 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 			return fmt.Errorf("listen for OTLP/gRPC on %s: %w", cfg.OTLPGRPCAddress, err)
 		}
 	}
+	var storeLn net.Listener
+	if cfg.StoreAPIAddress != "" {
+		if storeLn, err = net.Listen("tcp", cfg.StoreAPIAddress); err != nil {
+			ln.Close()
+			if grpcLn != nil {
+				grpcLn.Close()
+			}
+			return fmt.Errorf("listen for the StoreAPI on %s: %w", cfg.StoreAPIAddress, err)
+		}
+	}
 
 	dbOpts := db.DefaultOptions()
 	dbOpts.Dir = cfg.DataDir
@@ -247,6 +263,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		ln.Close()
 		if grpcLn != nil {
 			grpcLn.Close()
+		}
+		if storeLn != nil {
+			storeLn.Close()
 		}
 		store.Close()
 		return fmt.Errorf("OTLP receiver: %w", err)
@@ -320,7 +339,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	serveErr := make(chan error, 2) // HTTP and gRPC
+	serveErr := make(chan error, 3) // HTTP, OTLP/gRPC and the StoreAPI
 	go func() {
 		serveErr <- web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &cfg.WebConfigFile}, logger.With("component", "web"))
 	}()
@@ -333,6 +352,21 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 			}
 		}()
 		logger.Info("OTLP/gRPC listening", "listen", grpcLn.Addr().String())
+	}
+	var storeSrv *grpc.Server
+	if storeLn != nil {
+		storeSrv = grpc.NewServer(append(grpcOpts, grpc.ForceServerCodec(storeapi.Codec{}))...)
+		storeapi.New(storeapi.Chunks(store), storeapi.Options{
+			ExternalLabels: cfg.ExternalLabels,
+			LowestTime:     store.LowestTime,
+			Limits:         cfg.StoreAPILimits,
+		}).Register(storeSrv)
+		go func() {
+			if err := storeSrv.Serve(storeLn); err != nil {
+				serveErr <- fmt.Errorf("StoreAPI: %w", err)
+			}
+		}()
+		logger.Info("Thanos StoreAPI listening", "listen", storeLn.Addr().String())
 	}
 	logger.Info("strata started", "version", cfg.Version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir)
 	if onListen != nil {
@@ -368,6 +402,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	}
 	if grpcSrv != nil {
 		stopGRPC(shutdownCtx, grpcSrv)
+	}
+	if storeSrv != nil {
+		stopGRPC(shutdownCtx, storeSrv)
 	}
 	if err := store.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close store: %w", err)

@@ -50,7 +50,7 @@ func grpcWebOptions(c *web.Config, dir string) ([]grpc.ServerOption, error) {
 		c.TLSConfig.SetDirectory(dir)
 		tc, err := web.ConfigToTLSConfig(&c.TLSConfig)
 		if err != nil {
-			return nil, fmt.Errorf("web configuration: TLS for OTLP/gRPC: %w", err)
+			return nil, fmt.Errorf("web configuration: TLS for gRPC: %w", err)
 		}
 		tc.NextProtos = []string{"h2"}
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
@@ -60,16 +60,30 @@ func grpcWebOptions(c *web.Config, dir string) ([]grpc.ServerOption, error) {
 		for u, h := range c.Users {
 			users[u] = []byte(h)
 		}
-		opts = append(opts, grpc.ChainUnaryInterceptor(basicAuth(users)))
+		auth := basicAuth(users)
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+				if err := auth(ctx); err != nil {
+					return nil, err
+				}
+				return handler(ctx, req)
+			}),
+			grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+				if err := auth(ss.Context()); err != nil {
+					return err
+				}
+				return handler(srv, ss)
+			}))
 	}
 	return opts, nil
 }
 
-// basicAuth refuses calls without the basic auth credentials of one of
-// users (bcrypt hashes), as the HTTP endpoints do. Credentials found good
+// basicAuth returns a check that refuses calls (unary and streaming)
+// without the basic auth credentials of one of users (bcrypt hashes), as
+// the HTTP endpoints do. Credentials found good
 // are remembered (by a hash), as exporter-toolkit does for HTTP: bcrypt
 // is made to be slow, and a sender sends the same ones with every call.
-func basicAuth(users map[string][]byte) grpc.UnaryServerInterceptor {
+func basicAuth(users map[string][]byte) func(context.Context) error {
 	var (
 		mu   sync.Mutex
 		good = map[[32]byte]bool{}
@@ -100,11 +114,11 @@ func basicAuth(users map[string][]byte) grpc.UnaryServerInterceptor {
 		mu.Unlock()
 		return true
 	}
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return func(ctx context.Context) error {
 		if !authorized(ctx, check) {
-			return nil, status.Error(codes.Unauthenticated, "basic auth credentials required")
+			return status.Error(codes.Unauthenticated, "basic auth credentials required")
 		}
-		return handler(ctx, req)
+		return nil
 	}
 }
 

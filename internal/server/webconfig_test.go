@@ -10,7 +10,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -20,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thanos-io/thanos/pkg/info/infopb"
+	"github.com/thanos-io/thanos/pkg/store/storepb"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"golang.org/x/crypto/bcrypt"
@@ -29,6 +34,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/strata-db/strata/internal/storeapi"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key
@@ -78,7 +85,7 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestWebConfig serves HTTP and OTLP/gRPC behind TLS and basic auth
+// TestWebConfig serves HTTP, OTLP/gRPC and the StoreAPI behind TLS and basic auth
 // from a web configuration file: a TLS client with the right password
 // gets in, with a wrong one, none or no TLS it does not.
 func TestWebConfig(t *testing.T) {
@@ -93,11 +100,12 @@ func TestWebConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr := freePort(t)
+	grpcAddr, storeAddr := freePort(t), freePort(t)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	base := startServerWith(t, "https", client, func(r *http.Request) { r.SetBasicAuth("alice", "s3cret") }, func(c *Config) {
 		c.WebConfigFile = path
 		c.OTLPGRPCAddress = grpcAddr
+		c.StoreAPIAddress = storeAddr
 	})
 	get := func(user, pass string) int {
 		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/status/buildinfo", nil)
@@ -152,6 +160,45 @@ func TestWebConfig(t *testing.T) {
 			t.Errorf("OTLP/gRPC, user %q password %q: %s, want %s", c.user, c.pass, got, c.want)
 		}
 	}
+
+	// The StoreAPI, unary (Info) and streaming (Series) alike.
+	sconn, err := grpc.NewClient(storeAddr,
+		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(storeapi.Codec{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sconn.Close()
+	storeCalls := func(user, pass string) (info, series codes.Code) {
+		ctx := context.Background()
+		if user != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+		}
+		_, err := infopb.NewInfoClient(sconn).Info(ctx, &infopb.InfoRequest{})
+		info = status.Code(err)
+		stream, err := storepb.NewStoreClient(sconn).Series(ctx, &storepb.SeriesRequest{
+			MaxTime:  math.MaxInt64,
+			Matchers: []storepb.LabelMatcher{{Type: storepb.LabelMatcher_EQ, Name: "__name__", Value: "up"}},
+		})
+		if err == nil {
+			for err == nil {
+				_, err = stream.Recv()
+			}
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+		}
+		return info, status.Code(err)
+	}
+	for _, c := range []struct {
+		user, pass string
+		want       codes.Code
+	}{{"alice", "s3cret", codes.OK}, {"alice", "wrong", codes.Unauthenticated}, {"", "", codes.Unauthenticated}} {
+		if info, series := storeCalls(c.user, c.pass); info != c.want || series != c.want {
+			t.Errorf("StoreAPI, user %q password %q: Info %s, Series %s, want %s", c.user, c.pass, info, series, c.want)
+		}
+	}
+
 	plain, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

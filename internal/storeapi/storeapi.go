@@ -1,0 +1,384 @@
+// Package storeapi serves Thanos' StoreAPI (the thanos.Store and
+// thanos.info.Info gRPC services) from strata's storage, so that a Thanos
+// Querier reads a strata node directly, with no sidecar beside it.
+//
+// The protocol is Thanos' own generated code (storepb, infopb); the
+// series come from a storage.ChunkQueryable whose chunks are in
+// Prometheus' encodings, the ones a Querier decodes. The node's external
+// labels are advertised in Info and added to every series and label
+// answer; they are not stored.
+//
+// A Series answer is sorted by the labels the Querier sees: the series'
+// own with the external labels added and the request's
+// without_replica_labels removed. Both can reorder series (a label
+// added after a shorter series' last one sorts it after a longer one),
+// so the series are selected first, their labels sorted, and only then
+// their chunks read and sent, a series at a time: what is held for the
+// whole answer is the label sets, not the chunks.
+package storeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/thanos-io/thanos/pkg/info/infopb"
+	"github.com/thanos-io/thanos/pkg/store/labelpb"
+	"github.com/thanos-io/thanos/pkg/store/storepb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Chunks gives q the chunk querier the StoreAPI and streamed
+// remote-read send from: q's series encoded into Prometheus' chunks
+// (XOR, histogram, float histogram) as they are read, for strata's own
+// encodings are not Prometheus'.
+func Chunks(q storage.Queryable) storage.SampleAndChunkQueryable { return chunkQueryable{q} }
+
+type chunkQueryable struct{ storage.Queryable }
+
+func (c chunkQueryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
+	q, err := c.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return chunkQuerier{q}, nil
+}
+
+type chunkQuerier struct{ storage.Querier }
+
+func (q chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
+	return storage.NewSeriesSetToChunkSet(q.Querier.Select(ctx, sortSeries, hints, ms...))
+}
+
+// Limits bound what one Series request may read; 0 is no limit.
+type Limits struct {
+	// MaxSeries a request may select.
+	MaxSeries int
+	// MaxChunks a request may send, over all its series.
+	MaxChunks int
+}
+
+// Options configure a Server.
+type Options struct {
+	// ExternalLabels identify the node, sorted.
+	ExternalLabels labels.Labels
+	// LowestTime returns the oldest time the store may hold a sample at
+	// (math.MaxInt64 while it holds none).
+	LowestTime func() int64
+	Limits     Limits
+}
+
+// Server serves the StoreAPI from a ChunkQueryable.
+type Server struct {
+	storepb.UnimplementedStoreServer
+	infopb.UnimplementedInfoServer
+	q    storage.ChunkQueryable
+	opts Options
+}
+
+// New returns a Server over q.
+func New(q storage.ChunkQueryable, opts Options) *Server {
+	if opts.LowestTime == nil {
+		opts.LowestTime = func() int64 { return math.MinInt64 }
+	}
+	return &Server{q: q, opts: opts}
+}
+
+// Register adds the Store and Info services to s. s must use Codec: the
+// generated messages are gogo protobuf's.
+func (s *Server) Register(g *grpc.Server) {
+	storepb.RegisterStoreServer(g, s)
+	infopb.RegisterInfoServer(g, s)
+}
+
+// minTime is what Info advertises as the oldest data: MinInt64 while the
+// store is empty, so that a Querier does not skip a node about to
+// receive data (Thanos' sidecar does the same).
+func (s *Server) minTime() int64 {
+	t := s.opts.LowestTime()
+	if t == math.MaxInt64 {
+		return math.MinInt64
+	}
+	return t
+}
+
+// Info describes the node: its external labels and time range, and that
+// it honours without_replica_labels. It calls itself a sidecar, the
+// Thanos component it takes the place of (a node serving its own
+// storage under its external labels); Querier treats the kinds alike
+// for queries.
+func (s *Server) Info(context.Context, *infopb.InfoRequest) (*infopb.InfoResponse, error) {
+	ext := zlabels(s.opts.ExternalLabels)
+	mint := s.minTime()
+	resp := &infopb.InfoResponse{
+		ComponentType: "sidecar",
+		Store: &infopb.StoreInfo{
+			MinTime:                      mint,
+			MaxTime:                      math.MaxInt64,
+			SupportsWithoutReplicaLabels: true,
+		},
+	}
+	if len(ext) > 0 {
+		resp.LabelSets = []labelpb.ZLabelSet{{Labels: ext}}
+		resp.Store.TsdbInfos = []infopb.TSDBInfo{{Labels: labelpb.ZLabelSet{Labels: ext}, MinTime: mint, MaxTime: math.MaxInt64}}
+	}
+	return resp, nil
+}
+
+// matchers converts a request's matchers and removes those the external
+// labels answer: ok is false if one of them excludes this node.
+func (s *Server) matchers(ms []storepb.LabelMatcher) (out []*labels.Matcher, ok bool, err error) {
+	pms, err := storepb.MatchersToPromMatchers(ms...)
+	if err != nil {
+		return nil, false, status.Error(codes.InvalidArgument, err.Error())
+	}
+	for _, m := range pms {
+		if v := s.opts.ExternalLabels.Get(m.Name); v != "" {
+			if !m.Matches(v) {
+				return nil, false, nil
+			}
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, true, nil
+}
+
+// relabel returns what the Querier sees of a series' labels: without
+// the names in drop, with the external labels (also without drop)
+// added in place of any of the series' own of the same name.
+func (s *Server) relabel(b *labels.Builder, lset labels.Labels, drop []string) labels.Labels {
+	b.Reset(lset)
+	s.opts.ExternalLabels.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
+	b.Del(drop...)
+	return b.Labels()
+}
+
+type selected struct {
+	lset   labels.Labels
+	series storage.ChunkSeries
+}
+
+// Series streams the series the request selects, sorted by their labels
+// as sent, each with its chunks over the request's time range (chunks
+// may reach beyond it; the Querier trims).
+func (s *Server) Series(r *storepb.SeriesRequest, srv storepb.Store_SeriesServer) error {
+	ctx := srv.Context()
+	ms, ok, err := s.matchers(r.Matchers)
+	if err != nil || !ok {
+		return err
+	}
+	if len(ms) == 0 {
+		return status.Error(codes.InvalidArgument, "no matchers other than on external labels")
+	}
+	q, err := s.q.ChunkQuerier(r.MinTime, r.MaxTime)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	defer q.Close()
+	hints := &storage.SelectHints{Start: r.MinTime, End: r.MaxTime, Limit: int(r.Limit)}
+	if h := r.QueryHints; h != nil {
+		hints.Step = h.StepMillis
+		if h.Func != nil {
+			hints.Func = h.Func.Name
+		}
+		if h.Range != nil {
+			hints.Range = h.Range.Millis
+		}
+		if h.Grouping != nil {
+			hints.By, hints.Grouping = h.Grouping.By, h.Grouping.Labels
+		}
+	}
+	if r.SkipChunks {
+		hints.Func = "series"
+	}
+	set := q.Select(ctx, true, hints, ms...)
+	var (
+		all []selected
+		b   = labels.NewBuilder(labels.EmptyLabels())
+	)
+	for set.Next() {
+		if r.Limit > 0 && len(all) == int(r.Limit) {
+			break
+		}
+		if s.opts.Limits.MaxSeries > 0 && len(all) == s.opts.Limits.MaxSeries {
+			return status.Errorf(codes.ResourceExhausted, "the request selects more than %d series (--store.limits.request-series)", s.opts.Limits.MaxSeries)
+		}
+		series := set.At()
+		all = append(all, selected{lset: s.relabel(b, series.Labels(), r.WithoutReplicaLabels), series: series})
+	}
+	if err := set.Err(); err != nil {
+		return selectError(ctx, err)
+	}
+	slices.SortStableFunc(all, func(a, b selected) int { return labels.Compare(a.lset, b.lset) })
+	sent := 0
+	var it chunks.Iterator
+	for _, sel := range all {
+		if err := ctx.Err(); err != nil {
+			return status.FromContextError(err).Err()
+		}
+		out := &storepb.Series{Labels: zlabels(sel.lset)}
+		if !r.SkipChunks {
+			it = sel.series.Iterator(it)
+			for it.Next() {
+				m := it.At()
+				if sent++; s.opts.Limits.MaxChunks > 0 && sent > s.opts.Limits.MaxChunks {
+					return status.Errorf(codes.ResourceExhausted, "the request reads more than %d chunks (--store.limits.request-chunks)", s.opts.Limits.MaxChunks)
+				}
+				out.Chunks = append(out.Chunks, storepb.AggrChunk{
+					MinTime: m.MinTime,
+					MaxTime: m.MaxTime,
+					// Prometheus' encodings are one more than the
+					// protocol's: XOR 1 and 0, histogram 2 and 1, float
+					// histogram 3 and 2.
+					Raw: &storepb.Chunk{Type: storepb.Chunk_Encoding(m.Chunk.Encoding() - 1), Data: slices.Clone(m.Chunk.Bytes())},
+				})
+			}
+			if err := it.Err(); err != nil {
+				return selectError(ctx, err)
+			}
+			if len(out.Chunks) == 0 {
+				continue
+			}
+		}
+		if err := srv.Send(storepb.NewSeriesResponse(out)); err != nil {
+			return err
+		}
+	}
+	for _, w := range set.Warnings() {
+		if err := srv.Send(storepb.NewWarnSeriesResponse(w)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// selectError turns a storage error into a gRPC status: the Querier's
+// cancellation as such, the rest as internal.
+func selectError(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return status.FromContextError(context.Cause(ctx)).Err()
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// LabelNames answers the label names of the series the matchers select
+// in the request's time range, the external labels' among them.
+func (s *Server) LabelNames(ctx context.Context, r *storepb.LabelNamesRequest) (*storepb.LabelNamesResponse, error) {
+	ms, ok, err := s.matchers(r.Matchers)
+	if err != nil || !ok {
+		return &storepb.LabelNamesResponse{}, err
+	}
+	q, err := s.q.ChunkQuerier(r.Start, r.End)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	defer q.Close()
+	names, warns, err := q.LabelNames(ctx, &storage.LabelHints{Limit: int(r.Limit)}, ms...)
+	if err != nil {
+		return nil, selectError(ctx, err)
+	}
+	if len(names) > 0 || len(ms) == 0 {
+		s.opts.ExternalLabels.Range(func(l labels.Label) { names = append(names, l.Name) })
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return slices.Contains(r.WithoutReplicaLabels, n) })
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if r.Limit > 0 && len(names) > int(r.Limit) {
+		names = names[:r.Limit]
+	}
+	return &storepb.LabelNamesResponse{Names: names, Warnings: warnings(warns.AsErrors())}, nil
+}
+
+// LabelValues answers a label's values over the series the matchers
+// select; an external label's value is its own.
+func (s *Server) LabelValues(ctx context.Context, r *storepb.LabelValuesRequest) (*storepb.LabelValuesResponse, error) {
+	if r.Label == "" {
+		return nil, status.Error(codes.InvalidArgument, "no label name")
+	}
+	if slices.Contains(r.WithoutReplicaLabels, r.Label) {
+		return &storepb.LabelValuesResponse{}, nil
+	}
+	ms, ok, err := s.matchers(r.Matchers)
+	if err != nil || !ok {
+		return &storepb.LabelValuesResponse{}, err
+	}
+	q, err := s.q.ChunkQuerier(r.Start, r.End)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	defer q.Close()
+	if v := s.opts.ExternalLabels.Get(r.Label); v != "" {
+		if len(ms) > 0 {
+			// The value is the node's if any series matches.
+			names, _, err := q.LabelNames(ctx, &storage.LabelHints{Limit: 1}, ms...)
+			if err != nil {
+				return nil, selectError(ctx, err)
+			}
+			if len(names) == 0 {
+				return &storepb.LabelValuesResponse{}, nil
+			}
+		}
+		return &storepb.LabelValuesResponse{Values: []string{v}}, nil
+	}
+	values, warns, err := q.LabelValues(ctx, r.Label, &storage.LabelHints{Limit: int(r.Limit)}, ms...)
+	if err != nil {
+		return nil, selectError(ctx, err)
+	}
+	return &storepb.LabelValuesResponse{Values: values, Warnings: warnings(warns.AsErrors())}, nil
+}
+
+func warnings(errs []error) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// zlabels copies lset into the protocol's labels. (labelpb's own
+// conversion reinterprets memory in a way only Prometheus' slicelabels
+// build allows; strata is built with its default, stringlabels.)
+func zlabels(lset labels.Labels) []labelpb.ZLabel {
+	out := make([]labelpb.ZLabel, 0, lset.Len())
+	lset.Range(func(l labels.Label) { out = append(out, labelpb.ZLabel{Name: l.Name, Value: l.Value}) })
+	return out
+}
+
+// Codec marshals the services' gogo protobuf messages with their own
+// generated code; register it on the server with
+// grpc.ForceServerCodec(Codec{}).
+type Codec struct{}
+
+type gogoMessage interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+// Name is the codec's content subtype, protobuf's.
+func (Codec) Name() string { return "proto" }
+
+// Marshal encodes a generated message.
+func (Codec) Marshal(v any) ([]byte, error) {
+	m, ok := v.(gogoMessage)
+	if !ok {
+		return nil, fmt.Errorf("storeapi: cannot encode %T", v)
+	}
+	return m.Marshal()
+}
+
+// Unmarshal decodes a generated message.
+func (Codec) Unmarshal(data []byte, v any) error {
+	m, ok := v.(gogoMessage)
+	if !ok {
+		return fmt.Errorf("storeapi: cannot decode into %T", v)
+	}
+	return m.Unmarshal(data)
+}
