@@ -151,6 +151,12 @@ func testRoundTrip(t *testing.T, src Source, series []labels.Labels, withStarts 
 	if !slices.Equal(names, mem.LabelNames()) {
 		t.Errorf("label names %v, want %v", names, mem.LabelNames())
 	}
+	// What a caller does with the names is its own business.
+	scratch, _ := r.LabelNames()
+	slices.Reverse(scratch)
+	if again, _ := r.LabelNames(); !slices.Equal(again, mem.LabelNames()) {
+		t.Errorf("label names %v after a caller changed its copy, want %v", again, mem.LabelNames())
+	}
 	for _, n := range names {
 		got, _ := r.LabelValues(n)
 		want, _ := mem.LabelValues(n)

@@ -282,9 +282,9 @@ func (r *Reader) Series(ref storage.SeriesRef, b *labels.ScratchBuilder, lset *l
 	return nil
 }
 
-// LabelNames returns the sorted label names. The caller must not modify
-// the result.
-func (r *Reader) LabelNames() ([]string, error) { return r.names, nil }
+// LabelNames returns the sorted label names, in a slice of the caller's:
+// queriers append external label names to it and sort it.
+func (r *Reader) LabelNames() ([]string, error) { return slices.Clone(r.names), nil }
 
 // LabelValues implements PostingsReader.
 func (r *Reader) LabelValues(name string) ([]string, error) {
