@@ -52,7 +52,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", lim.MaxLabelNameLength, "longest label name in bytes; 0 for no limit")
 	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
 	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders, remote-write samples and OTLP data points together; requests over it get 429 (OTLP/gRPC: RESOURCE_EXHAUSTED with RetryInfo) and are retried; 0 for no limit")
-	fs.StringVar(&sc.WebConfigFile, "web.config.file", "", "web configuration file in Prometheus' format: TLS, client certificates and basic auth users (bcrypt hashes), for HTTP and OTLP/gRPC; read again for every connection and request, as Prometheus does (OTLP/gRPC: at start)")
+	fs.StringVar(&sc.WebConfigFile, "web.config.file", "", "web configuration file in Prometheus' format: TLS, client certificates and basic auth users (bcrypt hashes), for HTTP, OTLP/gRPC and the StoreAPI; read again for every connection and request, as Prometheus does (gRPC: at start)")
 	fs.BoolVar(&sc.ResponseCompression, "web.response-compression", sc.ResponseCompression, "compress the HTTP API's and the web UI's responses of 1 KiB and more for clients that accept zstd or gzip, as Prometheus and VictoriaMetrics do: a fifth to a quarter of the bytes for a few milliseconds of CPU per megabyte of JSON")
 	rr := &sc.RemoteRead
 	fs.IntVar(&rr.MaxSamples, "remote-read.sample-limit", rr.MaxSamples, "most samples a sampled remote-read response may hold; 0 for no limit (streamed responses are bounded by the frame size)")
@@ -61,6 +61,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&sc.StoreAPIAddress, "grpc.listen-address", "", "address to serve Thanos' StoreAPI on over gRPC, for a Thanos Querier (Thanos' port is 10901); empty: none")
 	fs.IntVar(&sc.StoreAPILimits.MaxSeries, "store.limits.request-series", 0, "most series a StoreAPI Series request may select; more is refused with ResourceExhausted (0: no limit)")
 	fs.IntVar(&sc.StoreAPILimits.MaxChunks, "store.limits.request-chunks", 0, "most chunks a StoreAPI Series request may send; more is refused with ResourceExhausted (0: no limit)")
+	fs.StringVar(&sc.ObjstoreConfigFile, "objstore.config-file", "", "object storage configuration file in Thanos' format (type: S3, GCS, AZURE, SWIFT, FILESYSTEM, ...): every block written from the head is uploaded to that bucket once complete (meta.json last, with Thanos' thanos section); empty: no uploads")
 	ot := &sc.OTLP.Translation
 	// Not DefaultConfig's: a server run in-process (tests, the bench
 	// tool) should not take OTLP's port unless asked to.

@@ -71,6 +71,11 @@ func (db *DB) mergeBlocks() error {
 		if group == nil {
 			return nil
 		}
+		if i := slices.IndexFunc(group, db.unshipped); i >= 0 {
+			// Retried at the next compaction, once it is uploaded.
+			db.logger.Debug("merge waits for a block to be uploaded", "ulid", group[i].ULID)
+			return nil
+		}
 		start := time.Now()
 		db.mu.RLock()
 		var sources []*block.Block
@@ -205,6 +210,9 @@ func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 		db.blocks = blocks
 		db.mu.Unlock()
 		db.stats.compactions.Add(1)
+		if db.opts.BlockWritten != nil {
+			db.opts.BlockWritten()
+		}
 		db.logger.Info("block written from the head", "ulid", meta.ULID, "min_time", lo, "max_time", hi,
 			"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", b.Meta().Stats.Bytes,
 			"duration", time.Since(start))
@@ -215,6 +223,12 @@ func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 	db.stats.compactionNs.Add(int64(time.Since(start)))
 	db.logger.Debug("head truncated", "before", hi+1, "chunks", st.Chunks, "series_removed", st.SeriesRemoved, "bytes_freed", st.ArenaBytesFree)
 	return nil
+}
+
+// unshipped reports whether a block's samples are only here, as far as
+// Options.Shipped tells.
+func (db *DB) unshipped(m block.Meta) bool {
+	return db.opts.Shipped != nil && !db.opts.Shipped(m)
 }
 
 // rangeStart returns the start of the block range of length r holding t.
@@ -285,6 +299,9 @@ func (db *DB) applyRetention(h *head.Head) error {
 		db.stats.retentionDeletions.Add(1)
 		db.logger.Info("block deleted by retention", "ulid", m.ULID, "reason", reason,
 			"min_time", m.MinTime, "max_time", m.MaxTime, "bytes", m.Stats.Bytes)
+		if db.unshipped(m) {
+			db.logger.Warn("block deleted by retention before it was uploaded; its samples are not in object storage", "ulid", m.ULID)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -71,6 +71,14 @@ type Options struct {
 	// FS is the file system of the data directory; nil means the
 	// operating system's. Tests put a crash-simulating one here.
 	FS vfs.FS
+	// Shipped, if set, reports whether a block's samples are kept
+	// elsewhere too (uploaded to object storage): a block that is not is
+	// merged only once it is, so that a merge never deletes samples the
+	// uploader has not sent. Retention still deletes it, with a warning.
+	Shipped func(block.Meta) bool
+	// BlockWritten, if set, is called after a block written from the
+	// head has joined the store's blocks.
+	BlockWritten func()
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 	promchunkenc "github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/strata-db/strata/internal/block"
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/vfs"
 )
@@ -426,4 +428,40 @@ func TestCompactsWhenHeadIsFull(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestMergeWaitsForShipping checks that a block not yet shipped is not
+// merged (a merge deletes its sources) and that BlockWritten is told of
+// every block written from the head; once shipped, the merge goes ahead.
+func TestMergeWaitsForShipping(t *testing.T) {
+	var shipped atomic.Bool
+	var written atomic.Int64
+	db := openTestDB(t, t.TempDir(), func(o *Options) {
+		o.MaxBlockDuration = 0
+		o.Shipped = func(block.Meta) bool { return shipped.Load() }
+		o.BlockWritten = func() { written.Add(1) }
+	})
+	defer db.Close()
+	want := map[string][]string{}
+	writeData(t, db, 0, 10*testRange, 10*testRange, want)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	blocks := db.Blocks()
+	if len(blocks) != 9 || written.Load() != 9 {
+		t.Fatalf("%d blocks written, %d told of; want 9 level-1 blocks unmerged", len(blocks), written.Load())
+	}
+	for _, m := range blocks {
+		if m.Level != 1 {
+			t.Fatalf("block %s of level %d merged before it was shipped", m.ULID, m.Level)
+		}
+	}
+	shipped.Store(true)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if blocks := db.Blocks(); len(blocks) != 2 || blocks[0].Level != 3 {
+		t.Errorf("blocks once shipped: %+v, want the merge and the newest", blocks)
+	}
+	assertSame(t, readAll(t, db, math.MinInt64, math.MaxInt64), want)
 }

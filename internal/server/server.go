@@ -22,16 +22,19 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/strata-db/strata/internal/storeapi"
+	"github.com/thanos-io/objstore"
 	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/internal/api"
+	"github.com/strata-db/strata/internal/block"
+	"github.com/strata-db/strata/internal/bucket"
 	"github.com/strata-db/strata/internal/db"
 	"github.com/strata-db/strata/internal/ingest"
 	"github.com/strata-db/strata/internal/ingest/importer"
 	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
 	"github.com/strata-db/strata/internal/rollup"
+	"github.com/strata-db/strata/internal/storeapi"
 	"github.com/strata-db/strata/internal/ui"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -60,6 +63,9 @@ type Config struct {
 	StoreAPIAddress string
 	// StoreAPILimits bound a StoreAPI Series request.
 	StoreAPILimits storeapi.Limits
+	// ObjstoreConfigFile is a bucket configuration in Thanos' format;
+	// every block written from the head is uploaded there. Empty: none.
+	ObjstoreConfigFile string
 	// MaxSeries bounds the series in the store; 0 means no limit.
 	MaxSeries int
 	// MaxExemplars is how many exemplars the store keeps; 0 keeps none.
@@ -178,6 +184,16 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 			return err
 		}
 	}
+	var bkt objstore.Bucket
+	if cfg.ObjstoreConfigFile != "" {
+		if bkt, err = bucket.Open(cfg.ObjstoreConfigFile, logger.With("component", "objstore")); err != nil {
+			return err
+		}
+		defer bkt.Close()
+		if cfg.ExternalLabels.IsEmpty() {
+			logger.Warn("uploading blocks without external labels: the blocks of several nodes in one bucket are told apart only by them")
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddress)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddress, err)
@@ -212,10 +228,20 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	dbOpts.RetentionTime = cfg.RetentionTime
 	dbOpts.RetentionSize = cfg.RetentionSize
 	dbOpts.Logger = logger
-	store := db.Open(dbOpts)
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var store *db.DB
+	var shipper *bucket.Shipper
+	if bkt != nil {
+		so := bucket.DefaultShipperOptions()
+		so.Dir, so.Bucket, so.ExternalLabels = cfg.DataDir, bkt, cfg.ExternalLabels
+		so.Blocks = func() []block.Meta { return store.Blocks() }
+		so.Logger, so.Registerer = logger.With("component", "shipper"), reg
+		shipper = bucket.NewShipper(so)
+		dbOpts.Shipped, dbOpts.BlockWritten = shipper.Shipped, shipper.Notify
+	}
+	store = db.Open(dbOpts)
+
 	registerStoreMetrics(reg, store)
 	httpMetrics := newHTTPMetrics(reg)
 
@@ -377,6 +403,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	go func() { openErr <- store.Wait(ctx) }()
 
 	var runErr error
+	// stopShipper stops uploads, cutting one in flight short, before
+	// the store closes.
+	stopShipper := func() {}
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
@@ -387,6 +416,15 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 			break
 		}
 		logger.Info("store ready")
+		if shipper != nil {
+			shipCtx, stopShipping := context.WithCancel(ctx)
+			shipped := make(chan struct{})
+			go func() {
+				defer close(shipped)
+				shipper.Run(shipCtx)
+			}()
+			stopShipper = func() { stopShipping(); <-shipped }
+		}
 		select {
 		case <-ctx.Done():
 		case err := <-serveErr:
@@ -406,6 +444,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if storeSrv != nil {
 		stopGRPC(shutdownCtx, storeSrv)
 	}
+	stopShipper()
 	if err := store.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close store: %w", err)
 	}

@@ -72,7 +72,14 @@ type Options struct {
 	// LowestTime returns the oldest time the store may hold a sample at
 	// (math.MaxInt64 while it holds none).
 	LowestTime func() int64
-	Limits     Limits
+	// LabelSets and TimeRange, if set, are what Info advertises in place
+	// of ExternalLabels and [LowestTime, now]: for a store whose series
+	// carry their external labels themselves, several sets of them (the
+	// blocks of a bucket, written by several nodes), over a closed time
+	// range (math.MaxInt64, math.MinInt64 while it holds nothing).
+	LabelSets func() []labels.Labels
+	TimeRange func() (mint, maxt int64)
+	Limits    Limits
 }
 
 // Server serves the StoreAPI from a ChunkQueryable.
@@ -112,22 +119,36 @@ func (s *Server) minTime() int64 {
 // Info describes the node: its external labels and time range, and that
 // it honours without_replica_labels. It calls itself a sidecar, the
 // Thanos component it takes the place of (a node serving its own
-// storage under its external labels); Querier treats the kinds alike
-// for queries.
+// storage under its external labels), or, over the blocks of a bucket
+// (Options.LabelSets), a store, as Thanos' store gateway; Querier treats
+// the kinds alike for queries.
 func (s *Server) Info(context.Context, *infopb.InfoRequest) (*infopb.InfoResponse, error) {
-	ext := zlabels(s.opts.ExternalLabels)
-	mint := s.minTime()
+	mint, maxt, kind := s.minTime(), int64(math.MaxInt64), "sidecar"
+	sets := []labels.Labels{s.opts.ExternalLabels}
+	if s.opts.TimeRange != nil {
+		if mint, maxt = s.opts.TimeRange(); mint > maxt {
+			mint, maxt = math.MinInt64, math.MaxInt64
+		}
+	}
+	if s.opts.LabelSets != nil {
+		// A store over blocks of a bucket, as Thanos' store gateway.
+		sets, kind = s.opts.LabelSets(), "store"
+	}
 	resp := &infopb.InfoResponse{
-		ComponentType: "sidecar",
+		ComponentType: kind,
 		Store: &infopb.StoreInfo{
 			MinTime:                      mint,
-			MaxTime:                      math.MaxInt64,
+			MaxTime:                      maxt,
 			SupportsWithoutReplicaLabels: true,
 		},
 	}
-	if len(ext) > 0 {
-		resp.LabelSets = []labelpb.ZLabelSet{{Labels: ext}}
-		resp.Store.TsdbInfos = []infopb.TSDBInfo{{Labels: labelpb.ZLabelSet{Labels: ext}, MinTime: mint, MaxTime: math.MaxInt64}}
+	for _, set := range sets {
+		if set.IsEmpty() {
+			continue
+		}
+		z := labelpb.ZLabelSet{Labels: zlabels(set)}
+		resp.LabelSets = append(resp.LabelSets, z)
+		resp.Store.TsdbInfos = append(resp.Store.TsdbInfos, infopb.TSDBInfo{Labels: z, MinTime: mint, MaxTime: maxt})
 	}
 	return resp, nil
 }
@@ -176,7 +197,10 @@ func (s *Server) Series(r *storepb.SeriesRequest, srv storepb.Store_SeriesServer
 		return err
 	}
 	if len(ms) == 0 {
-		return status.Error(codes.InvalidArgument, "no matchers other than on external labels")
+		// Only external label matchers, which this node satisfies: all
+		// its series, as PromQL's {region="eu"} asks (Thanos' sidecar
+		// refuses such a request; a Querier then answers nothing).
+		ms = []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")}
 	}
 	q, err := s.q.ChunkQuerier(r.MinTime, r.MaxTime)
 	if err != nil {

@@ -330,9 +330,15 @@ func TestSeriesExternalLabels(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("another region: %d series, %v", len(got), err)
 	}
-	_, _, err = f.series(t, all(eq("region", "eu")))
-	if status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("external label matchers only: %v, want InvalidArgument", err)
+	// Only external label matchers: every series of the node, as
+	// {region="eu"} selects in PromQL over the Querier.
+	every, _, err := f.series(t, all(re("__name__", ".+")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = f.series(t, all(eq("region", "eu")))
+	if err != nil || len(got) == 0 || !slices.Equal(names(got), names(every)) {
+		t.Fatalf("external label matchers only: %q, %v; want %q", names(got), err, names(every))
 	}
 	_, _, err = f.series(t, all(re("__name__", "(")))
 	if status.Code(err) != codes.InvalidArgument {

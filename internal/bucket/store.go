@@ -1,0 +1,365 @@
+package bucket
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/thanos-io/objstore"
+
+	"github.com/strata-db/strata/internal/block"
+)
+
+// StoreOptions configures a Store.
+type StoreOptions struct {
+	Bucket objstore.BucketReader
+	// Dir keeps a local copy of each block's index, Dir/<ULID>/index,
+	// made when the block is first opened; it may be deleted, at the
+	// cost of downloading them again.
+	Dir string
+	// CacheBytes bounds the chunk pages kept in memory.
+	CacheBytes int64
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// DefaultStoreOptions returns the options `strata store` runs with.
+func DefaultStoreOptions() StoreOptions {
+	// 512 MiB of chunk pages: the chunks of a dashboard's queries over
+	// a day of some ten thousand series, read once from the bucket.
+	return StoreOptions{CacheBytes: 512 << 20}
+}
+
+// Store serves the blocks of a bucket as a storage.Queryable: each
+// block's series with the block's external labels (its meta.json's
+// thanos.labels) added, the blocks of one label set merged, as a node
+// merges its own. Sync brings the list of blocks up to date.
+//
+// mu guards blocks; a querier holds the blocks it reads open (Close
+// waits for it), so Sync may drop a block while a query reads it.
+type Store struct {
+	opts   StoreOptions
+	logger *slog.Logger
+	pages  *pageCache
+
+	syncMu sync.Mutex
+	mu     sync.RWMutex
+	blocks map[ulid.ULID]*remoteBlock
+}
+
+type remoteBlock struct {
+	*block.Block
+	external labels.Labels
+}
+
+// NewStore returns a Store with no blocks; call Sync.
+func NewStore(opts StoreOptions) *Store {
+	s := &Store{opts: opts, logger: opts.Logger, pages: newPageCache(opts.CacheBytes), blocks: map[ulid.ULID]*remoteBlock{}}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// Sync lists the bucket's blocks, opens those it has not opened and
+// closes those gone from the bucket. A block that fails to open is
+// logged and tried again at the next Sync.
+func (s *Store) Sync(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	var ids []ulid.ULID
+	err := s.opts.Bucket.Iter(ctx, "", func(name string) error {
+		if id, err := ulid.ParseStrict(strings.TrimSuffix(name, "/")); err == nil {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list bucket: %w", err)
+	}
+	s.mu.RLock()
+	var gone []*remoteBlock
+	for id, b := range s.blocks {
+		if !slices.Contains(ids, id) {
+			gone = append(gone, b)
+		}
+	}
+	s.mu.RUnlock()
+	for _, id := range ids {
+		s.mu.RLock()
+		_, ok := s.blocks[id]
+		s.mu.RUnlock()
+		if ok {
+			continue
+		}
+		b, err := s.open(ctx, id)
+		if err == errNotBlock {
+			continue
+		}
+		if err != nil {
+			s.logger.Warn("block of the bucket not opened; retried at the next sync", "ulid", id, "err", err)
+			continue
+		}
+		s.mu.Lock()
+		s.blocks[id] = b
+		s.mu.Unlock()
+		m := b.Meta()
+		s.logger.Info("block opened", "ulid", id, "min_time", m.MinTime, "max_time", m.MaxTime, "labels", b.external.String())
+	}
+	for _, b := range gone {
+		s.mu.Lock()
+		delete(s.blocks, b.Meta().ULID)
+		s.mu.Unlock()
+		if err := b.Close(); err != nil {
+			s.logger.Warn("closing block gone from the bucket", "ulid", b.Meta().ULID, "err", err)
+		}
+		os.RemoveAll(filepath.Join(s.opts.Dir, b.Meta().ULID.String()))
+	}
+	return nil
+}
+
+// open reads a block's meta.json and opens it.
+func (s *Store) open(ctx context.Context, id ulid.ULID) (*remoteBlock, error) {
+	name := path.Join(id.String(), metaFilename)
+	r, err := s.opts.Bucket.Get(ctx, name)
+	if s.opts.Bucket.IsObjNotFoundErr(err) {
+		return nil, errNotBlock
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		return nil, err
+	}
+	var m Meta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if m.ULID != id {
+		return nil, fmt.Errorf("%s: holds the meta of block %s", name, m.ULID)
+	}
+	files := &remoteFiles{bkt: s.opts.Bucket, id: id, meta: raw, sizes: map[string]int64{}, indexDir: s.opts.Dir, pages: s.pages}
+	for _, f := range m.Thanos.Files {
+		files.sizes[f.RelPath] = f.SizeBytes
+	}
+	b, err := block.Open(files)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteBlock{Block: b, external: labels.FromMap(m.Thanos.Labels)}, nil
+}
+
+// Close closes every block.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for id, b := range s.blocks {
+		errs = append(errs, b.Close())
+		delete(s.blocks, id)
+	}
+	return errors.Join(errs...)
+}
+
+// LabelSets returns the external label sets of the blocks, sorted, each
+// once.
+func (s *Store) LabelSets() []labels.Labels {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var sets []labels.Labels
+	for _, b := range s.blocks {
+		if !slices.ContainsFunc(sets, func(l labels.Labels) bool { return labels.Equal(l, b.external) }) {
+			sets = append(sets, b.external)
+		}
+	}
+	slices.SortFunc(sets, labels.Compare)
+	return sets
+}
+
+// TimeRange returns the oldest and newest times of the blocks;
+// math.MaxInt64 and math.MinInt64 without any.
+func (s *Store) TimeRange() (mint, maxt int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	mint, maxt = math.MaxInt64, math.MinInt64
+	for _, b := range s.blocks {
+		m := b.Meta()
+		mint, maxt = min(mint, m.MinTime), max(maxt, m.MaxTime)
+	}
+	return mint, maxt
+}
+
+// Querier returns a querier over the blocks overlapping [mint, maxt].
+func (s *Store) Querier(mint, maxt int64) (storage.Querier, error) {
+	s.mu.RLock()
+	groups := map[string][]storage.Querier{}
+	external := map[string]labels.Labels{}
+	var all []storage.Querier
+	var err error
+	for _, b := range s.blocks {
+		m := b.Meta()
+		if m.MaxTime < mint || m.MinTime > maxt {
+			continue
+		}
+		var q storage.Querier
+		if q, err = b.Querier(mint, maxt); err != nil {
+			break
+		}
+		all = append(all, q)
+		key := b.external.String()
+		groups[key] = append(groups[key], q)
+		external[key] = b.external
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		for _, q := range all {
+			q.Close()
+		}
+		return nil, err
+	}
+	var qs []storage.Querier
+	for key, g := range groups {
+		qs = append(qs, &labelledQuerier{Querier: storage.NewMergeQuerier(g, nil, storage.ChainedSeriesMerge), external: external[key]})
+	}
+	return storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), nil
+}
+
+// labelledQuerier adds a label set to every series of a querier; a
+// label of the set replaces the series' own of the same name, and the
+// request's matchers on them are answered by the set.
+type labelledQuerier struct {
+	storage.Querier
+	external labels.Labels
+}
+
+// matchers removes the matchers the external labels answer; ok is false
+// if one of them excludes the set.
+func (q *labelledQuerier) matchers(ms []*labels.Matcher) (out []*labels.Matcher, ok bool) {
+	for _, m := range ms {
+		if q.external.Has(m.Name) {
+			if !m.Matches(q.external.Get(m.Name)) {
+				return nil, false
+			}
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, true
+}
+
+func (q *labelledQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	ms, ok := q.matchers(ms)
+	if !ok {
+		return storage.EmptySeriesSet()
+	}
+	if len(ms) == 0 {
+		// Every series has a name.
+		ms = []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")}
+	}
+	// Added labels may sort a series before one it came after, so the
+	// series are gathered and sorted anew.
+	set := q.Querier.Select(ctx, true, hints, ms...)
+	var series []storage.Series
+	b := labels.NewBuilder(labels.EmptyLabels())
+	for set.Next() {
+		s := set.At()
+		b.Reset(s.Labels())
+		q.external.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
+		series = append(series, relabelled{Series: s, lset: b.Labels()})
+	}
+	if err := set.Err(); err != nil {
+		return storage.ErrSeriesSet(err)
+	}
+	if sortSeries {
+		slices.SortFunc(series, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })
+	}
+	return &sliceSeriesSet{series: series, warnings: set.Warnings()}
+}
+
+func (q *labelledQuerier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	ms, ok := q.matchers(ms)
+	if !ok {
+		return nil, nil, nil
+	}
+	if v := q.external.Get(name); q.external.Has(name) {
+		names, warns, err := q.Querier.LabelNames(ctx, &storage.LabelHints{Limit: 1}, ms...)
+		if err != nil || len(names) == 0 {
+			return nil, warns, err
+		}
+		return []string{v}, warns, nil
+	}
+	return q.Querier.LabelValues(ctx, name, hints, ms...)
+}
+
+func (q *labelledQuerier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	ms, ok := q.matchers(ms)
+	if !ok {
+		return nil, nil, nil
+	}
+	names, warns, err := q.Querier.LabelNames(ctx, hints, ms...)
+	if err != nil || len(names) == 0 {
+		return names, warns, err
+	}
+	q.external.Range(func(l labels.Label) { names = append(names, l.Name) })
+	slices.Sort(names)
+	return slices.Compact(names), warns, nil
+}
+
+type relabelled struct {
+	storage.Series
+	lset labels.Labels
+}
+
+func (r relabelled) Labels() labels.Labels { return r.lset }
+
+type sliceSeriesSet struct {
+	series   []storage.Series
+	i        int
+	warnings annotations.Annotations
+}
+
+func (s *sliceSeriesSet) Next() bool {
+	if s.i >= len(s.series) {
+		return false
+	}
+	s.i++
+	return true
+}
+
+func (s *sliceSeriesSet) At() storage.Series                { return s.series[s.i-1] }
+func (s *sliceSeriesSet) Err() error                        { return nil }
+func (s *sliceSeriesSet) Warnings() annotations.Annotations { return s.warnings }
+
+// Run syncs every interval until ctx is done.
+func (s *Store) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Sync(ctx); err != nil && ctx.Err() == nil {
+			s.logger.Warn("bucket sync failed; retried at the next", "err", err)
+		}
+	}
+}
