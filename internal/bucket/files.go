@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/thanos-io/objstore"
 
 	"github.com/strata-db/strata/internal/block"
@@ -166,6 +167,8 @@ type pageKey struct {
 // pageCache holds the chunk pages read last, up to a number of bytes:
 // an LRU list under one lock.
 type pageCache struct {
+	hits, misses prometheus.Counter
+
 	mu    sync.Mutex
 	limit int64
 	size  int64
@@ -178,8 +181,8 @@ type pageEntry struct {
 	data []byte
 }
 
-func newPageCache(limit int64) *pageCache {
-	return &pageCache{limit: limit, order: list.New(), byKey: map[pageKey]*list.Element{}}
+func newPageCache(limit int64, hits, misses prometheus.Counter) *pageCache {
+	return &pageCache{hits: hits, misses: misses, limit: limit, order: list.New(), byKey: map[pageKey]*list.Element{}}
 }
 
 func (c *pageCache) get(k pageKey) ([]byte, bool) {
@@ -187,8 +190,10 @@ func (c *pageCache) get(k pageKey) ([]byte, bool) {
 	defer c.mu.Unlock()
 	e, ok := c.byKey[k]
 	if !ok {
+		c.misses.Inc()
 		return nil, false
 	}
+	c.hits.Inc()
 	c.order.MoveToFront(e)
 	return e.Value.(*pageEntry).data, true
 }

@@ -39,3 +39,43 @@ func newShipperMetrics(reg prometheus.Registerer) shipperMetrics {
 	}
 	return m
 }
+
+type storeMetrics struct {
+	blocks        prometheus.GaugeFunc
+	syncs, failed prometheus.Counter
+	pageHits      prometheus.Counter
+	pageMisses    prometheus.Counter
+}
+
+func newStoreMetrics(reg prometheus.Registerer, s *Store) storeMetrics {
+	m := storeMetrics{
+		blocks: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_store_blocks_loaded",
+			Help: "Blocks of the bucket open for queries.",
+		}, func() float64 {
+			s.mu.RLock()
+			defer s.mu.RUnlock()
+			return float64(len(s.blocks))
+		}),
+		syncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_store_syncs_total",
+			Help: "Listings of the bucket.",
+		}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_store_sync_failures_total",
+			Help: "Listings of the bucket that failed, and blocks that could not be opened.",
+		}),
+		pageHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_store_chunk_page_hits_total",
+			Help: "Reads of chunk pages found in the page cache.",
+		}),
+		pageMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_store_chunk_page_requests_total",
+			Help: "Range requests to the bucket for chunk pages not in the page cache.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.blocks, m.syncs, m.failed, m.pageHits, m.pageMisses)
+	}
+	return m
+}

@@ -54,9 +54,10 @@ func DefaultStoreOptions() StoreOptions {
 // mu guards blocks; a querier holds the blocks it reads open (Close
 // waits for it), so Sync may drop a block while a query reads it.
 type Store struct {
-	opts   StoreOptions
-	logger *slog.Logger
-	pages  *pageCache
+	opts    StoreOptions
+	logger  *slog.Logger
+	pages   *pageCache
+	metrics storeMetrics
 
 	syncMu sync.Mutex
 	mu     sync.RWMutex
@@ -70,10 +71,12 @@ type remoteBlock struct {
 
 // NewStore returns a Store with no blocks; call Sync.
 func NewStore(opts StoreOptions) *Store {
-	s := &Store{opts: opts, logger: opts.Logger, pages: newPageCache(opts.CacheBytes), blocks: map[ulid.ULID]*remoteBlock{}}
+	s := &Store{opts: opts, logger: opts.Logger, blocks: map[ulid.ULID]*remoteBlock{}}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	s.metrics = newStoreMetrics(opts.Registerer, s)
+	s.pages = newPageCache(opts.CacheBytes, s.metrics.pageHits, s.metrics.pageMisses)
 	return s
 }
 
@@ -83,6 +86,7 @@ func NewStore(opts StoreOptions) *Store {
 func (s *Store) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	s.metrics.syncs.Inc()
 	var ids []ulid.ULID
 	err := s.opts.Bucket.Iter(ctx, "", func(name string) error {
 		if id, err := ulid.ParseStrict(strings.TrimSuffix(name, "/")); err == nil {
@@ -91,6 +95,7 @@ func (s *Store) Sync(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
+		s.metrics.failed.Inc()
 		return fmt.Errorf("list bucket: %w", err)
 	}
 	s.mu.RLock()
@@ -113,6 +118,7 @@ func (s *Store) Sync(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
+			s.metrics.failed.Inc()
 			s.logger.Warn("block of the bucket not opened; retried at the next sync", "ulid", id, "err", err)
 			continue
 		}

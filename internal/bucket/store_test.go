@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -127,6 +129,12 @@ func testStoreServesBucket(t *testing.T, bkt objstore.Bucket) {
 	}
 	defer q.Close()
 	got := samples(t, q, nameM)
+	// Chunks came by range requests, most from pages read already: a
+	// page holds the chunks of many series.
+	misses, hits := testutil.ToFloat64(s.metrics.pageMisses), testutil.ToFloat64(s.metrics.pageHits)
+	if misses == 0 || hits <= misses {
+		t.Errorf("chunk pages: %g requests, %g hits", misses, hits)
+	}
 	// What each block holds: series i has i*j at mint+100j, j < 10.
 	want := map[string][]string{}
 	add := func(ext labels.Labels, mints ...int64) {
@@ -262,7 +270,7 @@ func TestStoreFollowsBucket(t *testing.T) {
 // TestPageCacheBound checks that the page cache keeps the pages read
 // last within its bound.
 func TestPageCacheBound(t *testing.T) {
-	c := newPageCache(3 * pageSize)
+	c := newPageCache(3*pageSize, prometheus.NewCounter(prometheus.CounterOpts{Name: "hits"}), prometheus.NewCounter(prometheus.CounterOpts{Name: "misses"}))
 	for i := range 5 {
 		c.put(pageKey{"x", int64(i)}, make([]byte, pageSize))
 	}
