@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -174,15 +173,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if err != nil {
 		return err
 	}
-	var grpcOpts []grpc.ServerOption
-	if cfg.WebConfigFile != "" {
-		wc, err := loadWebConfig(cfg.WebConfigFile)
-		if err != nil {
-			return err
-		}
-		if grpcOpts, err = grpcWebOptions(wc, filepath.Dir(cfg.WebConfigFile)); err != nil {
-			return err
-		}
+	grpcOpts, err := grpcWebConfig(cfg.WebConfigFile)
+	if err != nil {
+		return err
 	}
 	var bkt objstore.Bucket
 	if cfg.ObjstoreConfigFile != "" {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,15 +71,9 @@ func RunStore(ctx context.Context, cfg StoreConfig, onListen func(http, grpc net
 	if cfg.ObjstoreConfigFile == "" {
 		return errors.New("store: --objstore.config-file is required")
 	}
-	var grpcOpts []grpc.ServerOption
-	if cfg.WebConfigFile != "" {
-		wc, err := loadWebConfig(cfg.WebConfigFile)
-		if err != nil {
-			return err
-		}
-		if grpcOpts, err = grpcWebOptions(wc, filepath.Dir(cfg.WebConfigFile)); err != nil {
-			return err
-		}
+	grpcOpts, err := grpcWebConfig(cfg.WebConfigFile)
+	if err != nil {
+		return err
 	}
 	bkt, err := bucket.Open(cfg.ObjstoreConfigFile, logger.With("component", "objstore"))
 	if err != nil {

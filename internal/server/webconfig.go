@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -39,6 +40,19 @@ func loadWebConfig(path string) (*web.Config, error) {
 		return nil, fmt.Errorf("web configuration %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// grpcWebConfig returns the gRPC server options of the web configuration
+// file at path (TLS, client certificates, basic auth); none for "".
+func grpcWebConfig(path string) ([]grpc.ServerOption, error) {
+	if path == "" {
+		return nil, nil
+	}
+	wc, err := loadWebConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return grpcWebOptions(wc, filepath.Dir(path))
 }
 
 // grpcWebOptions are the gRPC server options that apply c: TLS credentials
