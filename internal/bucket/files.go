@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -214,6 +213,3 @@ func (c *pageCache) put(k pageKey, b []byte) {
 		c.size -= int64(len(pe.data))
 	}
 }
-
-// errNotBlock says a directory of the bucket is no block (yet).
-var errNotBlock = errors.New("no meta.json")

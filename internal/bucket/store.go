@@ -140,6 +140,9 @@ func (s *Store) Sync(ctx context.Context) error {
 	return nil
 }
 
+// errNotBlock says a directory of the bucket is no block (yet).
+var errNotBlock = errors.New("no meta.json")
+
 // open reads a block's meta.json and opens it.
 func (s *Store) open(ctx context.Context, id ulid.ULID) (*remoteBlock, error) {
 	name := path.Join(id.String(), metaFilename)
@@ -280,24 +283,38 @@ func (q *labelledQuerier) Select(ctx context.Context, sortSeries bool, hints *st
 		// Every series has a name.
 		ms = []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")}
 	}
-	// Added labels may sort a series before one it came after, so the
-	// series are gathered and sorted anew.
-	set := q.Querier.Select(ctx, true, hints, ms...)
+	// The blocks of the set are merged by their series' own labels, so
+	// they are read sorted by those.
+	set := &relabelSet{SeriesSet: q.Querier.Select(ctx, true, hints, ms...), external: q.external, b: labels.NewBuilder(labels.EmptyLabels())}
+	if !sortSeries {
+		return set
+	}
+	// Added labels may sort a series before one it came after, so a
+	// sorted answer gathers the series and sorts them anew.
 	var series []storage.Series
-	b := labels.NewBuilder(labels.EmptyLabels())
 	for set.Next() {
-		s := set.At()
-		b.Reset(s.Labels())
-		q.external.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
-		series = append(series, relabelled{Series: s, lset: b.Labels()})
+		series = append(series, set.At())
 	}
 	if err := set.Err(); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
-	if sortSeries {
-		slices.SortFunc(series, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })
-	}
+	slices.SortFunc(series, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })
 	return &sliceSeriesSet{series: series, warnings: set.Warnings()}
+}
+
+// relabelSet adds the external labels to each series of a set as it is
+// read.
+type relabelSet struct {
+	storage.SeriesSet
+	external labels.Labels
+	b        *labels.Builder
+}
+
+func (r *relabelSet) At() storage.Series {
+	s := r.SeriesSet.At()
+	r.b.Reset(s.Labels())
+	r.external.Range(func(l labels.Label) { r.b.Set(l.Name, l.Value) })
+	return relabelled{Series: s, lset: r.b.Labels()}
 }
 
 func (q *labelledQuerier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {

@@ -374,17 +374,11 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	}
 	var storeSrv *grpc.Server
 	if storeLn != nil {
-		storeSrv = grpc.NewServer(append(grpcOpts, grpc.ForceServerCodec(storeapi.Codec{}))...)
-		storeapi.New(storeapi.Chunks(store), storeapi.Options{
+		storeSrv = serveStoreAPI(storeLn, grpcOpts, storeapi.New(storeapi.Chunks(store), storeapi.Options{
 			ExternalLabels: cfg.ExternalLabels,
 			LowestTime:     store.LowestTime,
 			Limits:         cfg.StoreAPILimits,
-		}).Register(storeSrv)
-		go func() {
-			if err := storeSrv.Serve(storeLn); err != nil {
-				serveErr <- fmt.Errorf("StoreAPI: %w", err)
-			}
-		}()
+		}), serveErr)
 		logger.Info("Thanos StoreAPI listening", "listen", storeLn.Addr().String())
 	}
 	logger.Info("strata started", "version", cfg.Version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir)
@@ -445,6 +439,19 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		logger.Info("stopped cleanly")
 	}
 	return runErr
+}
+
+// serveStoreAPI serves api on ln in the background with Thanos' codec
+// and opts; an error of Serve goes to errs.
+func serveStoreAPI(ln net.Listener, opts []grpc.ServerOption, api *storeapi.Server, errs chan<- error) *grpc.Server {
+	srv := grpc.NewServer(append(opts, grpc.ForceServerCodec(storeapi.Codec{}))...)
+	api.Register(srv)
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			errs <- fmt.Errorf("StoreAPI: %w", err)
+		}
+	}()
+	return srv
 }
 
 // stopGRPC lets the RPCs in flight finish, as the HTTP server's Shutdown

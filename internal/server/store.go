@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/prometheus/promql"
-	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/internal/api"
 	"github.com/strata-db/strata/internal/bucket"
@@ -126,17 +125,11 @@ func RunStore(ctx context.Context, cfg StoreConfig, onListen func(http, grpc net
 	go func() {
 		serveErr <- web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &cfg.WebConfigFile}, logger.With("component", "web"))
 	}()
-	storeSrv := grpc.NewServer(append(grpcOpts, grpc.ForceServerCodec(storeapi.Codec{}))...)
-	storeapi.New(storeapi.Chunks(store), storeapi.Options{
+	storeSrv := serveStoreAPI(storeLn, grpcOpts, storeapi.New(storeapi.Chunks(store), storeapi.Options{
 		LabelSets: store.LabelSets,
 		TimeRange: store.TimeRange,
 		Limits:    cfg.StoreAPILimits,
-	}).Register(storeSrv)
-	go func() {
-		if err := storeSrv.Serve(storeLn); err != nil {
-			serveErr <- fmt.Errorf("StoreAPI: %w", err)
-		}
-	}()
+	}), serveErr)
 	logger.Info("strata store started", "version", cfg.Version, "listen", ln.Addr().String(), "grpc", storeLn.Addr().String(), "data_dir", cfg.DataDir)
 	if onListen != nil {
 		onListen(ln.Addr(), storeLn.Addr())
