@@ -26,11 +26,12 @@
 // The Shipper uploads every block the store writes from its head (level
 // 1, late samples' blocks included), once it is complete. The store's own
 // merges are not uploaded: their samples are already in the bucket in
-// their sources, and the bucket is compacted on its own. To keep that
-// true the store does not merge (and so delete) a block before it is
-// uploaded. A block no uploaded block holds the sources of, whatever its
-// level, is uploaded as it is: so turning uploads on for a data directory
-// that already has merged blocks sends those once too.
+// their sources, and the bucket is compacted on its own (see Keeping a
+// bucket). To keep that true the store does not merge (and so delete) a
+// block before it is uploaded. A block no uploaded block holds the
+// sources of, whatever its level, is uploaded as it is: so turning
+// uploads on for a data directory that already has merged blocks sends
+// those once too.
 //
 // A node's blocks are then both on its disk and in the bucket until its
 // own retention deletes them. A Thanos Querier that asks both the node
@@ -47,6 +48,16 @@
 // it has not opened, through remoteFiles: the index copied to a local
 // directory once and mapped, the chunk segments read by range requests
 // of whole pages kept in a bounded LRU cache.
+//
+// # Keeping a bucket
+//
+// A Compactor (`strata compact`, one per bucket) merges the blocks of
+// each label set as a node merges its own, uploads each merge before it
+// marks the merge's sources for deletion (deletion-mark.json, as
+// Thanos'), marks the blocks beyond the bucket's retention, and deletes
+// marked blocks once their mark is DeleteDelay old. A Store serves no
+// marked block, and of a merge and its sources only the merge, so a
+// query reads each sample once at every step of a compaction.
 //
 // # Crash safety
 //

@@ -79,3 +79,36 @@ func newStoreMetrics(reg prometheus.Registerer, s *Store) storeMetrics {
 	}
 	return m
 }
+
+type compactorMetrics struct {
+	runs, failures, merges, marked, deleted prometheus.Counter
+}
+
+func newCompactorMetrics(reg prometheus.Registerer) compactorMetrics {
+	m := compactorMetrics{
+		runs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_compactor_runs_total",
+			Help: "Passes of the compactor over the bucket.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_compactor_run_failures_total",
+			Help: "Passes of the compactor that stopped at an error; the next pass takes up what is left.",
+		}),
+		merges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_compactor_merges_total",
+			Help: "Blocks the compactor wrote by merging others.",
+		}),
+		marked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_compactor_blocks_marked_total",
+			Help: "Blocks marked for deletion: merged into another, or beyond the retention.",
+		}),
+		deleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_compactor_blocks_deleted_total",
+			Help: "Blocks deleted from the bucket once marked for the delete delay.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.runs, m.failures, m.merges, m.marked, m.deleted)
+	}
+	return m
+}

@@ -1,12 +1,10 @@
 package bucket
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -251,100 +249,20 @@ func (s *Shipper) inBucket(ctx context.Context, id ulid.ULID) (bool, error) {
 	return ok, nil
 }
 
-// upload sends a block's files and then its meta.json. If it fails, it
-// removes what it sent, meta.json first, as far as the bucket lets it.
-func (s *Shipper) upload(ctx context.Context, m block.Meta) (err error) {
+// upload sends a block of the data directory to the bucket.
+func (s *Shipper) upload(ctx context.Context, m block.Meta) error {
 	start := time.Now()
-	dir := filepath.Join(s.opts.Dir, m.ULID.String())
-	files, err := s.blockFiles(dir, "")
+	sent, err := uploadBlock(ctx, s.opts.Bucket, s.fs, filepath.Join(s.opts.Dir, m.ULID.String()), m, s.external, s.logger)
 	if err != nil {
 		return err
-	}
-	var sent []string
-	defer func() {
-		if err == nil {
-			return
-		}
-		// A new context: ctx may be why it failed.
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, name := range slices.Backward(sent) {
-			if derr := s.opts.Bucket.Delete(cctx, name); derr != nil && !s.opts.Bucket.IsObjNotFoundErr(derr) {
-				s.logger.Debug("partial upload not removed", "object", name, "err", derr)
-			}
-		}
-	}()
-	var bytesSent int64
-	for _, f := range files {
-		name := path.Join(m.ULID.String(), f.RelPath)
-		sent = append(sent, name)
-		if err := s.uploadFile(ctx, name, filepath.Join(dir, filepath.FromSlash(f.RelPath)), f.SizeBytes); err != nil {
-			return err
-		}
-		bytesSent += f.SizeBytes
-	}
-	meta, err := encodeMeta(m, s.external, files)
-	if err != nil {
-		return err
-	}
-	name := path.Join(m.ULID.String(), metaFilename)
-	sent = append(sent, name)
-	if err := s.opts.Bucket.Upload(ctx, name, bytes.NewReader(meta)); err != nil {
-		return fmt.Errorf("upload %s: %w", name, err)
 	}
 	s.metrics.uploads.Inc()
-	s.metrics.bytes.Add(float64(bytesSent + int64(len(meta))))
+	s.metrics.bytes.Add(float64(sent))
 	lag := time.Since(ulid.Time(m.ULID.Time()))
 	s.metrics.lag.Observe(lag.Seconds())
 	s.logger.Info("block uploaded", "ulid", m.ULID, "level", m.Level, "min_time", m.MinTime, "max_time", m.MaxTime,
-		"bytes", bytesSent, "duration", time.Since(start), "since_written", lag)
+		"bytes", sent, "duration", time.Since(start), "since_written", lag)
 	return nil
-}
-
-// uploadFile uploads one local file of size bytes.
-func (s *Shipper) uploadFile(ctx context.Context, name, local string, size int64) error {
-	f, err := s.fs.OpenFile(local, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	// A LimitedReader tells objstore the size, so S3 uploads it in one
-	// request or exact parts rather than buffering to find out.
-	r := &io.LimitedReader{R: io.NewSectionReader(f, 0, size), N: size}
-	if err := s.opts.Bucket.Upload(ctx, name, r); err != nil {
-		return fmt.Errorf("upload %s: %w", name, err)
-	}
-	return nil
-}
-
-// blockFiles lists the files below dir/rel but meta.json, sorted, with
-// their sizes.
-func (s *Shipper) blockFiles(dir, rel string) ([]File, error) {
-	entries, err := s.fs.ReadDir(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, err
-	}
-	var files []File
-	for _, e := range entries {
-		name := path.Join(rel, e.Name())
-		if e.IsDir() {
-			sub, err := s.blockFiles(dir, name)
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, sub...)
-			continue
-		}
-		if name == metaFilename {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, File{RelPath: name, SizeBytes: info.Size()})
-	}
-	return files, nil
 }
 
 // record is shipper.json.

@@ -1,18 +1,15 @@
 package bucket
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +59,9 @@ type Store struct {
 	syncMu sync.Mutex
 	mu     sync.RWMutex
 	blocks map[ulid.ULID]*remoteBlock
+	// metas holds the meta.json of each block listed at the last Sync,
+	// served or not; syncMu guards it.
+	metas map[ulid.ULID]storeMeta
 }
 
 type remoteBlock struct {
@@ -71,7 +71,7 @@ type remoteBlock struct {
 
 // NewStore returns a Store with no blocks; call Sync.
 func NewStore(opts StoreOptions) *Store {
-	s := &Store{opts: opts, logger: opts.Logger, blocks: map[ulid.ULID]*remoteBlock{}}
+	s := &Store{opts: opts, logger: opts.Logger, blocks: map[ulid.ULID]*remoteBlock{}, metas: map[ulid.ULID]storeMeta{}}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
@@ -80,92 +80,143 @@ func NewStore(opts StoreOptions) *Store {
 	return s
 }
 
-// Sync lists the bucket's blocks, opens those it has not opened and
-// closes those gone from the bucket. A block that fails to open is
-// logged and tried again at the next Sync.
+// Sync lists the bucket and brings the blocks served up to date: it
+// opens those it has not opened and closes those gone from the bucket,
+// marked for deletion, or covered by another served block (one of the
+// same labels whose sources include all of theirs: a merge of them, the
+// sources of which its compactor has not marked yet). A block that fails
+// to open is logged and tried again at the next Sync; blocks it covers
+// are served meanwhile.
 func (s *Store) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.metrics.syncs.Inc()
-	var ids []ulid.ULID
-	err := s.opts.Bucket.Iter(ctx, "", func(name string) error {
-		if id, err := ulid.ParseStrict(strings.TrimSuffix(name, "/")); err == nil {
-			ids = append(ids, id)
-		}
-		return nil
-	})
+	l, err := listBucket(ctx, s.opts.Bucket)
 	if err != nil {
 		s.metrics.failed.Inc()
-		return fmt.Errorf("list bucket: %w", err)
+		return err
+	}
+	for id := range s.metas {
+		if !l.blocks[id] || l.marked[id] {
+			delete(s.metas, id)
+		}
+	}
+	var candidates []Meta
+	for id := range l.blocks {
+		if l.marked[id] {
+			continue
+		}
+		m, ok := s.metas[id]
+		if !ok {
+			meta, raw, err := readMeta(ctx, s.opts.Bucket, id)
+			if err == errNotBlock {
+				continue // deleted since the listing
+			}
+			if err != nil {
+				s.metrics.failed.Inc()
+				s.logger.Warn("block of the bucket not opened; retried at the next sync", "ulid", id, "err", err)
+				continue
+			}
+			m = storeMeta{Meta: meta, raw: raw}
+			s.metas[id] = m
+			if meta.Thanos.Source != source {
+				s.logger.Info("block of the bucket not served: not written by strata (Thanos' store gateway serves it)", "ulid", id, "source", meta.Thanos.Source)
+			}
+		}
+		if m.Thanos.Source != source {
+			continue
+		}
+		candidates = append(candidates, m.Meta)
+	}
+	// Merges before their sources, so a merge is served in their place.
+	slices.SortFunc(candidates, func(a, b Meta) int {
+		if c := cmp.Compare(len(b.Sources), len(a.Sources)); c != 0 {
+			return c
+		}
+		return a.ULID.Compare(b.ULID)
+	})
+	var served []Meta
+	for _, m := range candidates {
+		if slices.ContainsFunc(served, func(o Meta) bool { return covers(o, m) }) {
+			continue
+		}
+		s.mu.RLock()
+		_, ok := s.blocks[m.ULID]
+		s.mu.RUnlock()
+		if !ok {
+			b, err := s.open(m, s.metas[m.ULID].raw)
+			if err != nil {
+				s.metrics.failed.Inc()
+				s.logger.Warn("block of the bucket not opened; retried at the next sync", "ulid", m.ULID, "err", err)
+				continue
+			}
+			s.mu.Lock()
+			s.blocks[m.ULID] = b
+			s.mu.Unlock()
+			s.logger.Info("block opened", "ulid", m.ULID, "min_time", m.MinTime, "max_time", m.MaxTime, "labels", b.external.String())
+		}
+		served = append(served, m)
 	}
 	s.mu.RLock()
-	var gone []*remoteBlock
+	var drop []*remoteBlock
 	for id, b := range s.blocks {
-		if !slices.Contains(ids, id) {
-			gone = append(gone, b)
+		if !slices.ContainsFunc(served, func(m Meta) bool { return m.ULID == id }) {
+			drop = append(drop, b)
 		}
 	}
 	s.mu.RUnlock()
-	for _, id := range ids {
-		s.mu.RLock()
-		_, ok := s.blocks[id]
-		s.mu.RUnlock()
-		if ok {
-			continue
-		}
-		b, err := s.open(ctx, id)
-		if err == errNotBlock {
-			continue
-		}
-		if err != nil {
-			s.metrics.failed.Inc()
-			s.logger.Warn("block of the bucket not opened; retried at the next sync", "ulid", id, "err", err)
-			continue
-		}
+	for _, b := range drop {
+		id := b.Meta().ULID
 		s.mu.Lock()
-		s.blocks[id] = b
-		s.mu.Unlock()
-		m := b.Meta()
-		s.logger.Info("block opened", "ulid", id, "min_time", m.MinTime, "max_time", m.MaxTime, "labels", b.external.String())
-	}
-	for _, b := range gone {
-		s.mu.Lock()
-		delete(s.blocks, b.Meta().ULID)
+		delete(s.blocks, id)
 		s.mu.Unlock()
 		if err := b.Close(); err != nil {
-			s.logger.Warn("closing block gone from the bucket", "ulid", b.Meta().ULID, "err", err)
+			s.logger.Warn("closing block", "ulid", id, "err", err)
 		}
-		os.RemoveAll(filepath.Join(s.opts.Dir, b.Meta().ULID.String()))
+		os.RemoveAll(filepath.Join(s.opts.Dir, id.String()))
+		s.logger.Info("block no longer served: deleted, marked for deletion or merged into another", "ulid", id)
 	}
 	return nil
+}
+
+// storeMeta is a block's meta.json, read and as it was read.
+type storeMeta struct {
+	Meta
+	raw []byte
+}
+
+// covers reports whether block a holds every sample of block b: both
+// carry the same external labels, and a's sources include all of b's. Of
+// two blocks of the same sources, the one of the smaller ULID covers the
+// other.
+func covers(a, b Meta) bool {
+	if a.ULID == b.ULID || !maps.Equal(a.Thanos.Labels, b.Thanos.Labels) {
+		return false
+	}
+	as, bs := sources(a), sources(b)
+	for _, id := range bs {
+		if !slices.Contains(as, id) {
+			return false
+		}
+	}
+	return len(as) > len(bs) || a.ULID.Compare(b.ULID) < 0
+}
+
+// sources returns a block's sources: the level-1 blocks its samples were
+// first written to, itself for one of those.
+func sources(m Meta) []ulid.ULID {
+	if len(m.Sources) == 0 {
+		return []ulid.ULID{m.ULID}
+	}
+	return m.Sources
 }
 
 // errNotBlock says a directory of the bucket is no block (yet).
 var errNotBlock = errors.New("no meta.json")
 
-// open reads a block's meta.json and opens it.
-func (s *Store) open(ctx context.Context, id ulid.ULID) (*remoteBlock, error) {
-	name := path.Join(id.String(), metaFilename)
-	r, err := s.opts.Bucket.Get(ctx, name)
-	if s.opts.Bucket.IsObjNotFoundErr(err) {
-		return nil, errNotBlock
-	}
-	if err != nil {
-		return nil, err
-	}
-	raw, err := io.ReadAll(r)
-	r.Close()
-	if err != nil {
-		return nil, err
-	}
-	var m Meta
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if m.ULID != id {
-		return nil, fmt.Errorf("%s: holds the meta of block %s", name, m.ULID)
-	}
-	files := &remoteFiles{bkt: s.opts.Bucket, id: id, meta: raw, sizes: map[string]int64{}, indexDir: s.opts.Dir, pages: s.pages}
+// open opens a block of the bucket from its meta.json.
+func (s *Store) open(m Meta, raw []byte) (*remoteBlock, error) {
+	files := &remoteFiles{bkt: s.opts.Bucket, id: m.ULID, meta: raw, sizes: map[string]int64{}, indexDir: s.opts.Dir, pages: s.pages}
 	for _, f := range m.Thanos.Files {
 		files.sizes[f.RelPath] = f.SizeBytes
 	}

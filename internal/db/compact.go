@@ -55,19 +55,19 @@ func (db *DB) releaseMemory(before uint64) {
 	}
 }
 
-// mergeBlocks merges blocks into larger ones while planMerge finds some:
+// mergeBlocks merges blocks into larger ones while block.PlanMerge finds some:
 // the merged block goes into the list before its sources leave it and are
 // deleted, so a query sees every sample throughout, and a crash between
 // the two leaves sources that loadBlocks recognises and deletes.
 func (db *DB) mergeBlocks() error {
-	ranges := blockRanges(db.opts.Head.BlockRange, db.opts.MaxBlockDuration, db.opts.RetentionTime)
+	ranges := block.Ranges(db.opts.Head.BlockRange, db.opts.MaxBlockDuration, db.opts.RetentionTime)
 	for {
 		select {
 		case <-db.stop:
 			return nil
 		default:
 		}
-		group := planMerge(db.Blocks(), ranges)
+		group := block.PlanMerge(db.Blocks(), ranges)
 		if group == nil {
 			return nil
 		}
@@ -171,9 +171,9 @@ func nextRange(h *head.Head, r int64, late bool) (int64, bool) {
 	case mint > maxt:
 		return 0, false
 	case maxt-from > r/2*3:
-		return rangeStart(from, r), true
+		return block.RangeStart(from, r), true
 	case late && mint < floor:
-		return rangeStart(mint, r), true
+		return block.RangeStart(mint, r), true
 	}
 	return 0, false
 }
@@ -229,15 +229,6 @@ func (db *DB) compactRange(h *head.Head, lo, hi int64) error {
 // Options.Shipped tells.
 func (db *DB) unshipped(m block.Meta) bool {
 	return db.opts.Shipped != nil && !db.opts.Shipped(m)
-}
-
-// rangeStart returns the start of the block range of length r holding t.
-func rangeStart(t, r int64) int64 {
-	m := t % r
-	if m < 0 {
-		m += r
-	}
-	return t - m
 }
 
 // applyRetention deletes the blocks beyond RetentionTime and, oldest

@@ -228,3 +228,78 @@ func TestObjstoreConfigRefused(t *testing.T) {
 		t.Errorf("Run with a bad bucket configuration: %v", err)
 	}
 }
+
+// TestCompactBucket runs a node that uploads 10-minute blocks and then
+// one pass of the compactor over its bucket: the node's blocks are merged
+// into one, the sources marked for deletion, the oldest beyond
+// the retention marked, and nothing deleted before the delay.
+func TestCompactBucket(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(t.TempDir(), "bucket.yml")
+	if err := os.WriteFile(conf, []byte("type: FILESYSTEM\nconfig:\n  directory: "+dir+"\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	node := startServer(t, func(c *Config) {
+		c.ObjstoreConfigFile = conf
+		c.BlockDuration = 10 * time.Minute
+	})
+	writeHours(t, node, 2)
+	// Blocks over the first 100 minutes or so: wait for the tenth.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if metas, _ := filepath.Glob(filepath.Join(dir, "*", "meta.json")); len(metas) >= 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("fewer than ten blocks in the bucket after 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "*", "meta.json"))
+
+	cfg := DefaultCompactConfig()
+	cfg.ObjstoreConfigFile, cfg.DataDir, cfg.Retention, cfg.MaxBlockDuration = conf, t.TempDir(), 90*time.Minute, 6*time.Hour
+	if err := RunCompact(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	metas, _ := filepath.Glob(filepath.Join(dir, "*", "meta.json"))
+	merged, expired := 0, 0
+	for _, name := range metas {
+		var m struct {
+			Level   int      `json:"level"`
+			Sources []string `json:"sources"`
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Level == 1 {
+			continue
+		}
+		merged++
+		if len(m.Sources) < 2 {
+			t.Errorf("merged block %s with sources %v", name, m.Sources)
+		}
+		for _, id := range m.Sources {
+			if _, err := os.Stat(filepath.Join(dir, id, "deletion-mark.json")); err != nil {
+				t.Errorf("source %s of a merge not marked: %v", id, err)
+			}
+		}
+	}
+	marks, _ := filepath.Glob(filepath.Join(dir, "*", "deletion-mark.json"))
+	for _, name := range marks {
+		if b, _ := os.ReadFile(name); strings.Contains(string(b), "retention") {
+			expired++
+		}
+	}
+	for _, name := range before {
+		if _, err := os.Stat(name); err != nil {
+			t.Errorf("block deleted before the delay: %v", err)
+		}
+	}
+	if merged == 0 || expired == 0 {
+		t.Errorf("%d blocks before, %d after: %d merged, %d marked, %d of them beyond the retention", len(before), len(metas), merged, len(marks), expired)
+	}
+}

@@ -1,24 +1,22 @@
-package db
+package block
 
 import (
 	"time"
-
-	"github.com/strata-db/strata/internal/block"
 )
 
-// maxBlockDuration bounds merged blocks, as in Prometheus: a block is
+// MaxBlockDuration bounds merged blocks, as in Prometheus: a block is
 // deleted by retention only whole, so the largest block is also at most a
 // tenth of the retention time.
-const maxBlockDuration = 31 * 24 * time.Hour
+const MaxBlockDuration = 31 * 24 * time.Hour
 
-// blockRanges returns the ranges blocks are merged into: the head's block
+// Ranges returns the ranges blocks are merged into: the head's block
 // range, then three times the previous one (2h, 6h, 18h, 54h, ...), up to
 // maxDuration, or if that is 0 the smaller of 31 days and a tenth of the
 // retention time.
-func blockRanges(blockRange int64, maxDuration, retention time.Duration) []int64 {
+func Ranges(blockRange int64, maxDuration, retention time.Duration) []int64 {
 	limit := maxDuration.Milliseconds()
 	if limit <= 0 {
-		limit = maxBlockDuration.Milliseconds()
+		limit = MaxBlockDuration.Milliseconds()
 		if r := retention.Milliseconds() / 10; r > 0 {
 			limit = min(limit, r)
 		}
@@ -30,14 +28,14 @@ func blockRanges(blockRange int64, maxDuration, retention time.Duration) []int64
 	return ranges
 }
 
-// planMerge returns blocks to merge into one, or nil. Blocks that overlap
+// PlanMerge returns blocks to merge into one, or nil. Blocks that overlap
 // in time come first, whatever their size (see overlapping). Then it looks at the
 // ranges from the second on, smallest first, and takes the first aligned
 // window of a range holding two or more blocks that either fill the
 // window's time or end before the newest block starts, as Prometheus'
 // planner does. The newest block is never merged: it is the one the head
 // just wrote, and a window it may still fill waits for it.
-func planMerge(blocks []block.Meta, ranges []int64) []block.Meta {
+func PlanMerge(blocks []Meta, ranges []int64) []Meta {
 	if group := overlapping(blocks); group != nil {
 		return group
 	}
@@ -62,16 +60,16 @@ func planMerge(blocks []block.Meta, ranges []int64) []block.Meta {
 
 // splitByRange groups blocks, sorted by time, by the window of length r
 // holding them; a block that does not fit in one window is left out.
-func splitByRange(blocks []block.Meta, r int64) [][]block.Meta {
-	var groups [][]block.Meta
+func splitByRange(blocks []Meta, r int64) [][]Meta {
+	var groups [][]Meta
 	for i := 0; i < len(blocks); {
-		lo := rangeStart(blocks[i].MinTime, r)
+		lo := RangeStart(blocks[i].MinTime, r)
 		hi := lo + r - 1
 		if blocks[i].MaxTime > hi {
 			i++
 			continue
 		}
-		var group []block.Meta
+		var group []Meta
 		for ; i < len(blocks) && blocks[i].MaxTime <= hi; i++ {
 			group = append(group, blocks[i])
 		}
@@ -83,7 +81,7 @@ func splitByRange(blocks []block.Meta, r int64) [][]block.Meta {
 // overlapping returns the first group of blocks, sorted by MinTime, whose
 // time ranges overlap one another's in a chain, or nil if none do: a late
 // sample's block and the one (or ones) of its range.
-func overlapping(blocks []block.Meta) []block.Meta {
+func overlapping(blocks []Meta) []Meta {
 	for i := 0; i < len(blocks); {
 		j, maxt := i+1, blocks[i].MaxTime
 		for j < len(blocks) && blocks[j].MinTime <= maxt {
@@ -96,4 +94,13 @@ func overlapping(blocks []block.Meta) []block.Meta {
 		i = j
 	}
 	return nil
+}
+
+// RangeStart returns the start of the block range of length r holding t.
+func RangeStart(t, r int64) int64 {
+	m := t % r
+	if m < 0 {
+		m += r
+	}
+	return t - m
 }

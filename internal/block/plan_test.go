@@ -1,12 +1,10 @@
-package db
+package block
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/strata-db/strata/internal/block"
 )
 
 func TestBlockRanges(t *testing.T) {
@@ -21,23 +19,23 @@ func TestBlockRanges(t *testing.T) {
 		{0, 0, []int64{2 * h, 6 * h, 18 * h, 54 * h, 162 * h, 486 * h}},
 		{2 * time.Hour, 0, []int64{2 * h}},
 	} {
-		if got := blockRanges(2*h, tc.maxDuration, tc.retention); !slices.Equal(got, tc.want) {
-			t.Errorf("blockRanges(2h, %s, %s) = %v, want %v", tc.maxDuration, tc.retention, got, tc.want)
+		if got := Ranges(2*h, tc.maxDuration, tc.retention); !slices.Equal(got, tc.want) {
+			t.Errorf("Ranges(2h, %s, %s) = %v, want %v", tc.maxDuration, tc.retention, got, tc.want)
 		}
 	}
 }
 
 func TestPlanMerge(t *testing.T) {
-	metas := func(ranges ...[2]int64) []block.Meta {
-		var out []block.Meta
+	metas := func(ranges ...[2]int64) []Meta {
+		var out []Meta
 		for _, r := range ranges {
-			out = append(out, block.Meta{MinTime: r[0], MaxTime: r[1]})
+			out = append(out, Meta{MinTime: r[0], MaxTime: r[1]})
 		}
 		return out
 	}
 	ranges := []int64{10, 30, 90}
 	for _, tc := range []struct {
-		blocks []block.Meta
+		blocks []Meta
 		want   string
 	}{
 		{metas([2]int64{0, 9}, [2]int64{10, 19}), "[]"},
@@ -52,11 +50,11 @@ func TestPlanMerge(t *testing.T) {
 		{metas([2]int64{0, 29}, [2]int64{30, 59}, [2]int64{60, 89}, [2]int64{90, 99}), "[0-29 30-59 60-89]"},
 	} {
 		var got []string
-		for _, m := range planMerge(tc.blocks, ranges) {
+		for _, m := range PlanMerge(tc.blocks, ranges) {
 			got = append(got, fmt.Sprintf("%d-%d", m.MinTime, m.MaxTime))
 		}
 		if s := fmt.Sprint(got); s != tc.want {
-			t.Errorf("planMerge(%v) = %s, want %s", tc.blocks, s, tc.want)
+			t.Errorf("PlanMerge(%v) = %s, want %s", tc.blocks, s, tc.want)
 		}
 	}
 }
