@@ -347,11 +347,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// Go's profiles, as Prometheus serves them, for finding where CPU
 	// and memory go in a running server.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	handlePprof(mux)
 
 	srv := &http.Server{
 		Handler:           mux,
@@ -468,4 +464,14 @@ func stopGRPC(ctx context.Context, s *grpc.Server) {
 		s.Stop()
 		<-done
 	}
+}
+
+// handlePprof serves Go's profiles under /debug/pprof/, as Prometheus and
+// Thanos do.
+func handlePprof(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }

@@ -120,6 +120,7 @@ func RunStore(ctx context.Context, cfg StoreConfig, onListen func(http, grpc net
 		}
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	handlePprof(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 2)
 	go func() {
