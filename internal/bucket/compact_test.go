@@ -258,7 +258,7 @@ func sortIDs(ids []ulid.ULID) []ulid.ULID {
 
 // TestCompactorPartialUploads deletes a directory without meta.json only
 // once its objects are older than the delay, and leaves the blocks of
-// other writers alone.
+// other writers, and one whose meta.json does not read, alone.
 func TestCompactorPartialUploads(t *testing.T) {
 	bkt := objstore.NewInMemBucket()
 	ctx := context.Background()
@@ -275,6 +275,11 @@ func TestCompactorPartialUploads(t *testing.T) {
 	}
 	meta := `{"ulid":"` + other.String() + `","minTime":0,"maxTime":1000,"version":1,"level":1,"thanos":{"labels":{"replica":"p"},"source":"sidecar"}}`
 	if err := bkt.Upload(ctx, path.Join(other.String(), metaFilename), strings.NewReader(meta)); err != nil {
+		t.Fatal(err)
+	}
+	// A meta.json that does not read: left alone, the pass goes on.
+	garbled := ulid.Make()
+	if err := bkt.Upload(ctx, path.Join(garbled.String(), metaFilename), strings.NewReader("{not json")); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().Add(47 * time.Hour)
@@ -294,5 +299,12 @@ func TestCompactorPartialUploads(t *testing.T) {
 	}
 	if objs, _ := c.objects(ctx, other); len(objs) != 3 {
 		t.Errorf("block of another writer touched: %v", objs)
+	}
+	if objs, _ := c.objects(ctx, garbled); len(objs) != 1 {
+		t.Errorf("block with a garbled meta.json touched: %v", objs)
+	}
+	// Neither is served by a store, which syncs all the same.
+	if s := newTestStore(t, bkt, t.TempDir()); len(served(s)) != 0 {
+		t.Errorf("store serves %v", served(s))
 	}
 }
