@@ -24,8 +24,10 @@ import (
 	"math"
 	"slices"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/thanos-io/thanos/pkg/info/infopb"
 	"github.com/thanos-io/thanos/pkg/store/labelpb"
@@ -38,7 +40,10 @@ import (
 // Chunks gives q the chunk querier the StoreAPI and streamed
 // remote-read send from: q's series encoded into Prometheus' chunks
 // (XOR, histogram, float histogram) as they are read, for strata's own
-// encodings are not Prometheus'.
+// encodings are not Prometheus'. Start times are left out: Prometheus'
+// encoder would put a series that has them into the chunk kinds that
+// carry them (XOR2 and the histograms' ST kinds), which neither Thanos'
+// StoreAPI nor remote-read clients read.
 func Chunks(q storage.Queryable) storage.SampleAndChunkQueryable { return chunkQueryable{q} }
 
 type chunkQueryable struct{ storage.Queryable }
@@ -54,8 +59,120 @@ func (c chunkQueryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, er
 type chunkQuerier struct{ storage.Querier }
 
 func (q chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
-	return storage.NewSeriesSetToChunkSet(q.Querier.Select(ctx, sortSeries, hints, ms...))
+	return &chunkSet{SeriesSet: q.Querier.Select(ctx, sortSeries, hints, ms...)}
 }
+
+// chunkSet encodes the series of a SeriesSet into Prometheus' chunks.
+// A series is encoded whole when its Iterator is asked for, with one
+// sample iterator reused for every series of the set: the set's readers
+// (the StoreAPI's Series, remote-read) ask for one series' chunks at a
+// time.
+type chunkSet struct {
+	storage.SeriesSet
+	samples chunkenc.Iterator
+}
+
+func (c *chunkSet) At() storage.ChunkSeries { return encodedSeries{Series: c.SeriesSet.At(), set: c} }
+
+type encodedSeries struct {
+	storage.Series
+	set *chunkSet
+}
+
+func (s encodedSeries) Iterator(chunks.Iterator) chunks.Iterator {
+	chks, err := s.set.encode(s.Series)
+	if err != nil {
+		return &errChunks{err: err}
+	}
+	return storage.NewListChunkSeriesIterator(chks...)
+}
+
+// samplesPerChunk is where a chunk is cut, as Prometheus' own encoder
+// cuts them.
+const samplesPerChunk = 120
+
+// encode returns a series' samples as chunks of Prometheus' classic
+// kinds, a new chunk at every change of value type and after
+// samplesPerChunk samples, as Prometheus' encoder does; a histogram chunk
+// that cannot take the next histogram is recoded or cut by its appender.
+func (c *chunkSet) encode(s storage.Series) ([]chunks.Meta, error) {
+	c.samples = s.Iterator(c.samples)
+	var (
+		out        []chunks.Meta
+		chk        chunkenc.Chunk
+		app        chunkenc.Appender
+		n          int
+		mint, maxt int64
+		last       = chunkenc.ValNone
+		err        error
+	)
+	for typ := c.samples.Next(); typ != chunkenc.ValNone; typ = c.samples.Next() {
+		if typ != last || n >= samplesPerChunk {
+			if n > 0 {
+				out = append(out, chunks.Meta{Chunk: chk, MinTime: mint, MaxTime: maxt})
+			}
+			if chk, err = chunkenc.NewEmptyChunk(typ.ChunkEncoding(false, false)); err != nil {
+				return nil, err
+			}
+			if app, err = chk.Appender(); err != nil {
+				return nil, err
+			}
+			n, last = 0, typ
+		}
+		var (
+			t       int64
+			next    chunkenc.Chunk
+			recoded bool
+		)
+		switch typ {
+		case chunkenc.ValFloat:
+			var v float64
+			t, v = c.samples.At()
+			app.Append(0, t, v)
+		case chunkenc.ValHistogram:
+			var h *histogram.Histogram
+			t, h = c.samples.AtHistogram(nil)
+			next, recoded, app, err = app.AppendHistogram(nil, 0, t, h, false)
+		case chunkenc.ValFloatHistogram:
+			var fh *histogram.FloatHistogram
+			t, fh = c.samples.AtFloatHistogram(nil)
+			next, recoded, app, err = app.AppendFloatHistogram(nil, 0, t, fh, false)
+		default:
+			return nil, fmt.Errorf("unknown sample type %s", typ)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if next != nil {
+			// The appender cut a chunk (the old one is complete) or
+			// recoded it (the new one holds its samples too).
+			if !recoded && n > 0 {
+				out = append(out, chunks.Meta{Chunk: chk, MinTime: mint, MaxTime: maxt})
+				n = 0
+			}
+			chk = next
+		}
+		if n == 0 {
+			mint = t
+		}
+		maxt = t
+		n++
+	}
+	if err := c.samples.Err(); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		out = append(out, chunks.Meta{Chunk: chk, MinTime: mint, MaxTime: maxt})
+	}
+	return out, nil
+}
+
+// errChunks is a chunk iterator that fails at once.
+type errChunks struct{ err error }
+
+func (*errChunks) At() chunks.Meta { return chunks.Meta{} }
+func (*errChunks) Next() bool      { return false }
+func (e *errChunks) Err() error    { return e.err }
 
 // Limits bound what one Series request may read; 0 is no limit.
 type Limits struct {
