@@ -3,6 +3,7 @@ package bucket
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/vfs"
 )
@@ -123,5 +126,49 @@ func TestShipperS3(t *testing.T) {
 	}
 	if !s.Shipped(c) {
 		t.Error("block not recorded as shipped")
+	}
+}
+
+// TestCompactorS3 compacts blocks on a real S3 server and reads them
+// through a Store: the recursive listings, range requests and deletions
+// as S3 answers them.
+func TestCompactorS3(t *testing.T) {
+	srv := startS3(t)
+	bkt, err := Open(srv.configFile, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bkt.Close()
+	ext := labels.FromStrings("replica", "a")
+	src := uploadAs(t, bkt, ext, 0, 1000, 2000, 3000)
+	store := newTestStore(t, bkt, t.TempDir())
+	want := allSamples(t, store)
+
+	now := time.Now()
+	c := newTestCompactor(t, bkt, &now, 0)
+	if err := c.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	blocks, marked := bucketBlocks(t, bkt)
+	if len(blocks) != 5 || !slices.Equal(sortIDs(marked), ids(src[:3]...)) {
+		t.Fatalf("%d blocks, marked %v; want 5, the three sources marked", len(blocks), marked)
+	}
+	if err := store.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(store); len(got) != 2 || slices.Contains(got, src[0].ULID) {
+		t.Errorf("store serves %v: want the merge and the newest block", got)
+	}
+	if got := allSamples(t, store); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("after the merge the store reads %d series, not %d", len(got), len(want))
+	}
+	now = now.Add(49 * time.Hour)
+	if err := c.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range src[:3] {
+		if objs, err := c.objects(context.Background(), m.ULID); err != nil || len(objs) > 0 {
+			t.Errorf("block %s left %v after the delay: %v", m.ULID, objs, err)
+		}
 	}
 }
