@@ -445,6 +445,13 @@ func (w *replayWorker) addFloat(rs record.RefSample, m *chunkMem) {
 	case sl.s == nil:
 		w.unknown++
 	case rs.T < sl.floor:
+		if w.deferred.floats == nil {
+			// Room at once for as many as are applied together: grown
+			// by appending, the slice was copied some thirty times on
+			// its way to a million, a sixth of a restart's CPU. Its
+			// pages are touched only as it fills.
+			w.deferred.floats = make([]record.RefSample, 0, replayDeferMax)
+		}
 		w.deferred.floats = append(w.deferred.floats, rs)
 	case slot >= uint64(len(w.slots)):
 		sl.s.mu.Lock()
