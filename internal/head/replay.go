@@ -413,9 +413,6 @@ func (w *replayWorker) run() {
 			}
 			w.applyHistogram(rs.Ref, rs.T, nil, rs.FH, m)
 		}
-		if len(w.grouped) >= replayGroupMax {
-			w.applyGrouped(m)
-		}
 		if w.deferred.len() >= replayDeferMax {
 			w.applyDeferred(m)
 		}
@@ -459,6 +456,15 @@ func (w *replayWorker) addFloat(rs record.RefSample, m *chunkMem) {
 		sl.s.mu.Unlock()
 		w.count(rs.T, ok, err)
 	default:
+		if w.grouped == nil {
+			w.grouped = make([]record.RefSample, 0, replayGroupMax)
+		}
+		if len(w.grouped) == cap(w.grouped) {
+			// Applied when full rather than grown: a batch could take
+			// it past its capacity, and a copy of 6 MiB into new
+			// memory cost more than the grouping saves.
+			w.applyGrouped(m)
+		}
 		if slot >= uint64(len(w.counts)) {
 			w.counts = slices.Grow(w.counts, len(w.slots)-len(w.counts))[:len(w.slots)]
 		}
@@ -466,9 +472,6 @@ func (w *replayWorker) addFloat(rs record.RefSample, m *chunkMem) {
 			w.touched = append(w.touched, uint32(slot))
 		}
 		w.counts[slot]++
-		if w.grouped == nil {
-			w.grouped = make([]record.RefSample, 0, replayGroupMax)
-		}
 		w.grouped = append(w.grouped, rs)
 	}
 }
@@ -490,7 +493,10 @@ func (w *replayWorker) applyGrouped(m *chunkMem) {
 		w.counts[slot] = off
 		off += n
 	}
-	w.sorted = slices.Grow(w.sorted[:0], len(w.grouped))[:len(w.grouped)]
+	if w.sorted == nil {
+		w.sorted = make([]record.RefSample, replayGroupMax)
+	}
+	w.sorted = w.sorted[:len(w.grouped)]
 	for _, rs := range w.grouped {
 		slot := uint64(rs.Ref) / w.workers
 		w.sorted[w.counts[slot]] = rs
