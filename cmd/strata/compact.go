@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -20,22 +17,10 @@ import (
 // runCompact runs `strata compact`: merges, retention and deletion of
 // the blocks in a bucket.
 func runCompact(args []string, stderr io.Writer) int {
-	cfg, level, err := parseCompactFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "strata compact:", err)
-		return 2
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := server.RunCompact(ctx, cfg); err != nil {
-		fmt.Fprintln(stderr, "strata compact:", err)
-		return 1
-	}
-	return 0
+	return runCommand("strata compact", args, stderr, parseCompactFlags, func(ctx context.Context, cfg server.CompactConfig, logger *slog.Logger) error {
+		cfg.Logger = logger
+		return server.RunCompact(ctx, cfg)
+	})
 }
 
 func parseCompactFlags(args []string, stderr io.Writer) (server.CompactConfig, slog.Level, error) {

@@ -17,20 +17,29 @@ import (
 // runStore runs `strata store`: the blocks of a bucket served over
 // Thanos' StoreAPI and the Prometheus HTTP API.
 func runStore(args []string, stderr io.Writer) int {
-	cfg, level, err := parseStoreFlags(args, stderr)
+	return runCommand("strata store", args, stderr, parseStoreFlags, func(ctx context.Context, cfg server.StoreConfig, logger *slog.Logger) error {
+		cfg.Logger, cfg.Version = logger, version
+		return server.RunStore(ctx, cfg, nil)
+	})
+}
+
+// runCommand parses a subcommand's flags and runs it until SIGINT or
+// SIGTERM, with a logger at the level the flags give; it returns the
+// exit code: 2 for bad flags, 1 for a failed run.
+func runCommand[C any](name string, args []string, stderr io.Writer, parse func([]string, io.Writer) (C, slog.Level, error), run func(context.Context, C, *slog.Logger) error) int {
+	cfg, level, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "strata store:", err)
+		fmt.Fprintln(stderr, name+":", err)
 		return 2
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg.Version = version
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.RunStore(ctx, cfg, nil); err != nil {
-		fmt.Fprintln(stderr, "strata store:", err)
+	if err := run(ctx, cfg, logger); err != nil {
+		fmt.Fprintln(stderr, name+":", err)
 		return 1
 	}
 	return 0
