@@ -135,19 +135,21 @@ func (c *Compactor) compact(ctx context.Context) error {
 	for _, m := range live {
 		c.metas[m.ULID] = m
 	}
-	if live, err = c.markCovered(ctx, live, now); err != nil {
-		return err
-	}
-	if live, err = c.markExpired(ctx, live, now); err != nil {
-		return err
-	}
+	// A block is covered by, and merged with, only blocks of its labels.
 	groups := map[string][]Meta{}
 	for _, m := range live {
 		key := labels.FromMap(m.Thanos.Labels).String()
 		groups[key] = append(groups[key], m)
 	}
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
-		if err := c.mergeGroup(ctx, groups[key], l, now); err != nil {
+		group, err := c.markCovered(ctx, groups[key], now)
+		if err != nil {
+			return err
+		}
+		if group, err = c.markExpired(ctx, group, now); err != nil {
+			return err
+		}
+		if err := c.mergeGroup(ctx, group, l, now); err != nil {
 			return err
 		}
 	}
@@ -221,9 +223,10 @@ func (c *Compactor) deleteObjects(ctx context.Context, objects []string) error {
 	return nil
 }
 
-// markCovered marks the blocks whose samples another live block holds
-// (see covers): the sources of a merge whose marking a crash or a failure
-// cut short, or a block a node uploaded again after losing its record.
+// markCovered marks the blocks of one label set whose samples another of
+// them holds (see covers): the sources of a merge whose marking a crash
+// or a failure cut short, or a block a node uploaded again after losing
+// its record.
 func (c *Compactor) markCovered(ctx context.Context, live []Meta, now time.Time) ([]Meta, error) {
 	var keep []Meta
 	for _, m := range live {

@@ -135,9 +135,13 @@ func (s *Store) Sync(ctx context.Context) error {
 		}
 		return a.ULID.Compare(b.ULID)
 	})
-	var served []Meta
+	// Only a block of the same labels can cover another: the served
+	// blocks by label set, and by ULID.
+	served := map[string][]Meta{}
+	servedIDs := map[ulid.ULID]bool{}
 	for _, m := range candidates {
-		if slices.ContainsFunc(served, func(o Meta) bool { return covers(o, m) }) {
+		key := labels.FromMap(m.Thanos.Labels).String()
+		if slices.ContainsFunc(served[key], func(o Meta) bool { return covers(o, m) }) {
 			continue
 		}
 		s.mu.RLock()
@@ -155,12 +159,13 @@ func (s *Store) Sync(ctx context.Context) error {
 			s.mu.Unlock()
 			s.logger.Info("block opened", "ulid", m.ULID, "min_time", m.MinTime, "max_time", m.MaxTime, "labels", b.external.String())
 		}
-		served = append(served, m)
+		served[key] = append(served[key], m)
+		servedIDs[m.ULID] = true
 	}
 	s.mu.RLock()
 	var drop []*remoteBlock
 	for id, b := range s.blocks {
-		if !slices.ContainsFunc(served, func(m Meta) bool { return m.ULID == id }) {
+		if !servedIDs[id] {
 			drop = append(drop, b)
 		}
 	}
