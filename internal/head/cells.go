@@ -52,6 +52,9 @@ type cellPool struct {
 	numbered    bool
 	bases       atomic.Pointer[[]unsafe.Pointer]
 	freeNumbers []uint32
+	// parked is the memory of emptied spans of cellSpanSize kept for new
+	// spans of any size (see park), counted in mapped.
+	parked [][]byte
 }
 
 const (
@@ -193,11 +196,18 @@ func (p *cellPool) newSpan(size, mem int) *cellSpan {
 			return nil
 		}
 	}
-	b := spanMemory(mem)[:mem]
+	var b []byte
+	if n := len(p.parked); n > 0 && mem == cellSpanSize {
+		b, p.parked[n-1] = p.parked[n-1], nil
+		p.parked = p.parked[:n-1]
+		clear(b)
+	} else {
+		b = spanMemory(mem)[:mem]
+		p.mapped += int64(mem)
+	}
 	base := unsafe.Pointer(unsafe.SliceData(b))
 	sp := &cellSpan{mem: b, base: uintptr(base), size: size, number: number}
 	p.spans = insertRegion(p.spans, sp)
-	p.mapped += int64(mem)
 	if number != 0 {
 		p.setBase(number, base)
 	}
@@ -287,12 +297,11 @@ func (p *cellPool) free(c *byte) {
 	p.live--
 	if sp.size > maxCell || (sp.used == 0 && p.spare(sp)) {
 		p.spans = slices.Delete(p.spans, i, i+1)
-		p.mapped -= int64(len(sp.mem))
 		if sp.number != 0 {
 			p.setBase(sp.number, nil)
 			p.freeNumbers = append(p.freeNumbers, sp.number)
 		}
-		unmapBlock(sp.mem)
+		p.park(sp.mem)
 		return
 	}
 	binary.LittleEndian.PutUint32(sp.mem[off:], sp.free)
@@ -303,6 +312,25 @@ func (p *cellPool) free(c *byte) {
 		sp.partial = true
 	}
 }
+
+// park keeps mem, the memory of a span emptied, for the next new span,
+// or returns it to the system: it keeps at most a thirty-second of the
+// pool's memory, and maxParked spans at least. Open chunks move from
+// cells of one size to larger ones as they fill, and when a size's last
+// cell moved its span was returned and the next size's span mapped
+// anew: in a restart's CPU profile, the system calls and the first
+// touch of new memory made a tenth of it. mu must be held.
+func (p *cellPool) park(mem []byte) {
+	if len(mem) != cellSpanSize || len(p.parked) >= max(maxParked, int(p.mapped/cellSpanSize/32)) {
+		p.mapped -= int64(len(mem))
+		unmapBlock(mem)
+		return
+	}
+	p.parked = append(p.parked, mem)
+}
+
+// maxParked is the fewest emptied spans a pool keeps (see park): 1 MiB.
+const maxParked = 16
 
 // spare reports whether the empty span sp may be returned to the system,
 // and if so takes it out of its size's partial list: it may unless it is
@@ -334,6 +362,10 @@ func (p *cellPool) close() {
 	for _, sp := range p.spans {
 		unmapBlock(sp.mem)
 	}
+	for _, mem := range p.parked {
+		unmapBlock(mem)
+	}
+	p.parked = nil
 	p.partial, p.spans, p.mapped, p.live = [maxCell / cellAlign][]*cellSpan{}, nil, 0, 0
 	p.bases.Store(nil)
 	p.freeNumbers = nil

@@ -21,7 +21,8 @@ import (
 // large, in random order, each filled with a pattern of its own: a cell
 // comes zeroed, of the size asked, and keeps its pattern until freed, so
 // that no two live cells overlap. Once all are freed the pool keeps at
-// most one span of each size, with none of its cells handed out.
+// most one span of each size, with none of its cells handed out, and a
+// few emptied ones for new spans of any size, which they take first.
 func TestCellPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var p cellPool
@@ -83,8 +84,30 @@ func TestCellPool(t *testing.T) {
 		}
 		sizes[sp.size] = true
 	}
-	if mapped != int64(len(p.spans))*cellSpanSize {
-		t.Fatalf("pool counts %d bytes, holds %d spans", mapped, len(p.spans))
+	if mapped != int64(len(p.spans)+len(p.parked))*cellSpanSize {
+		t.Fatalf("pool counts %d bytes, holds %d spans and %d parked", mapped, len(p.spans), len(p.parked))
+	}
+	if len(p.parked) > maxParked {
+		t.Fatalf("pool keeps %d emptied spans, at most %d", len(p.parked), maxParked)
+	}
+	// New spans take the parked memory, zeroed, before any from the
+	// system.
+	parked := len(p.parked)
+	if parked == 0 {
+		t.Fatal("no emptied span was kept")
+	}
+	for i := 0; len(p.parked) > 0; i++ {
+		if i > (parked+1)*cellSpanSize/64 {
+			t.Fatalf("%d spans parked after %d cells of 64 bytes", len(p.parked), i)
+		}
+		b := p.alloc(64)
+		if !bytes.Equal(b, make([]byte, 64)) {
+			t.Fatalf("alloc(64) number %d returned memory not zeroed", i)
+		}
+		b[0] = 1
+	}
+	if got, _ := p.bytes(); got != mapped {
+		t.Fatalf("after taking %d parked spans, the pool maps %d bytes, had %d", parked, got, mapped)
 	}
 }
 

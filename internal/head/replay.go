@@ -588,7 +588,9 @@ const (
 // sample(i) of the series ref(i): a series' samples at a time, in log
 // order. run is w.runBuf, valid until apply returns.
 func (w *replayWorker) eachRun(n int, ref func(int) storage.SeriesRef, sample func(int) lateSample, apply func(ref storage.SeriesRef, run []lateSample)) {
-	w.keys = w.keys[:0]
+	// Room at once, as for the deferred samples: grown by appending,
+	// the keys took a twentieth of a restart's CPU in copies.
+	w.keys = slices.Grow(w.keys[:0], n)
 	large := false
 	for i := range n {
 		r := ref(i)
