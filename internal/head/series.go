@@ -125,16 +125,14 @@ type chunkMem struct {
 
 // growCap returns the capacity the open XOR chunk x moves to before a
 // sample that does not fit. Where open chunks do not spill (replay),
-// their memory grows at once to what a full chunk of the bytes a sample
-// so far takes, an eighth more, but at most fourfold a move, also past
-// maxCell, where each move is a mapping of its own: grown by an
-// eighth, a chunk of 240 samples moved some twenty times on its way to a
-// kilobyte, a sixth of replay's CPU, and grown by half, eleven times to
-// 4 KiB, each move into memory never touched before (a restart's CPU
-// profile put a tenth of it in moves, most of that in page faults and
-// in returning emptied spans). The fourfold bound keeps a series with
-// few samples left to replay from taking a whole chunk's memory. The
-// memory is theirs only until replay is done (see spillReplayed).
+// their memory grows at once to what a full chunk takes at the bytes a
+// sample so far, an eighth more, at most fourfold a move (so that a
+// series with few samples left to replay does not take a whole chunk's
+// memory), and by half at least below maxCell. Each move is into memory
+// never touched before, and a page's first touch is what a move costs:
+// grown by half at a time, chunks moved eleven times on their way to
+// 4 KiB, a tenth of a restart's CPU. The memory is theirs only until
+// replay is done (see spillReplayed).
 func (m *chunkMem) growCap(x *chunkenc.XORAppender) int {
 	n := x.GrowCap()
 	if m.noSpill {

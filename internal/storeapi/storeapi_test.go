@@ -61,15 +61,7 @@ var hist = labels.FromStrings("__name__", "h", "job", "a")
 
 func open(t testing.TB, opts storeapi.Options) *fixture {
 	t.Helper()
-	dbo := db.DefaultOptions()
-	dbo.Dir = t.TempDir()
-	dbo.CompactionInterval = 0
-	store := db.Open(dbo)
-	if err := store.Wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-
+	store := openDB(t)
 	f := &fixture{want: map[string][]sample{}}
 	app := store.Appender(context.Background())
 	for i, lset := range stored {
@@ -98,10 +90,32 @@ func open(t testing.TB, opts storeapi.Options) *fixture {
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
+	f.serve(t, store, opts)
+	return f
+}
+
+// openDB opens an empty store in a temporary directory, closed when t
+// ends.
+func openDB(t testing.TB) *db.DB {
+	t.Helper()
+	dbo := db.DefaultOptions()
+	dbo.Dir = t.TempDir()
+	dbo.CompactionInterval = 0
+	store := db.Open(dbo)
+	if err := store.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// serve serves store's StoreAPI over a real gRPC connection, stopped
+// when t ends, and gives f its server and clients.
+func (f *fixture) serve(t testing.TB, store *db.DB, opts storeapi.Options) {
+	t.Helper()
 	if opts.LowestTime == nil {
 		opts.LowestTime = store.LowestTime
 	}
-
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +134,6 @@ func open(t testing.TB, opts storeapi.Options) *fixture {
 	t.Cleanup(func() { conn.Close() })
 	f.store = storepb.NewStoreClient(conn)
 	f.info = infopb.NewInfoClient(conn)
-	return f
 }
 
 // series runs a Series request and returns its series and warnings, or
@@ -514,14 +527,7 @@ func FuzzSeriesRequest(f *testing.F) {
 // hours do, over a real gRPC connection: the re-encoding of the
 // store's chunks into XOR is most of what a Series call costs.
 func BenchmarkSeries(b *testing.B) {
-	dbo := db.DefaultOptions()
-	dbo.Dir = b.TempDir()
-	dbo.CompactionInterval = 0
-	store := db.Open(dbo)
-	if err := store.Wait(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := openDB(b)
 	const series, samples = 2000, 480
 	app := store.Appender(context.Background())
 	for i := range series {
@@ -535,21 +541,8 @@ func BenchmarkSeries(b *testing.B) {
 	if err := app.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := grpc.NewServer(grpc.ForceServerCodec(storeapi.Codec{}))
-	storeapi.New(storeapi.Chunks(store), storeapi.Options{LowestTime: store.LowestTime}).Register(srv)
-	go srv.Serve(ln)
-	defer srv.Stop()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(storeapi.Codec{})))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	f := &fixture{store: storepb.NewStoreClient(conn)}
+	f := &fixture{}
+	f.serve(b, store, storeapi.Options{})
 	end := t0 + (samples-1)*step
 	for _, bc := range []struct {
 		name       string
