@@ -414,7 +414,7 @@ func (a *appender) Commit() error {
 		h.exemplars.add(a.exemplars, h.seriesLabels)
 	}
 
-	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, series: &h.series.cells, dense: &a.dense, spillBuf: a.spillBuf,
+	m := &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, series: &h.series.cells, dense: &a.dense, spillBuf: a.spillBuf, marks: h.marks,
 		late: a.late, merged: a.merged, lateRun: a.lateRun}
 	var appended, dropped uint64
 	for i := range a.parts() {

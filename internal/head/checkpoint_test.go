@@ -152,7 +152,7 @@ func TestCheckpointAllocations(t *testing.T) {
 		n := 0
 		return testing.AllocsPerRun(2, func() {
 			n++
-			if _, _, err := h.writeCheckpoint(filepath.Join(opts.WALDir, fmt.Sprintf("cp%d", n))); err != nil {
+			if _, _, err := h.writeCheckpoint(filepath.Join(opts.WALDir, fmt.Sprintf("cp%d", n)), checkpointKind{full: true}); err != nil {
 				t.Fatal(err)
 			}
 		})

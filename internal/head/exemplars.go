@@ -27,6 +27,7 @@ type exemplarStore struct {
 	capacity int
 	ring     []exemplarEntry // grows up to capacity, then wraps
 	next     int             // where the next exemplar goes once full
+	added    uint64          // exemplars stored so far
 	series   map[storage.SeriesRef]*exemplarSeries
 }
 
@@ -87,21 +88,28 @@ func (es *exemplarStore) add(exemplars []record.RefExemplar, lsetOf func(storage
 	defer es.mu.Unlock()
 	for _, re := range exemplars {
 		e := exemplar.Exemplar{Labels: re.Labels, Value: re.V, Ts: re.T, HasTs: re.HasTs}
-		s := es.series[re.Ref]
-		if s != nil {
+		var lset labels.Labels
+		if s := es.series[re.Ref]; s != nil {
 			newest := es.ring[s.newest].e
 			if newest.Equals(e) || e.Ts < newest.Ts {
 				continue
 			}
+			lset = s.lset
 		} else {
-			lset, ok := lsetOf(re.Ref)
-			if !ok {
+			var ok bool
+			if lset, ok = lsetOf(re.Ref); !ok {
 				continue
 			}
+		}
+		// The slot first: the exemplar it evicts may be the series' last,
+		// which removes the series.
+		i := es.slot()
+		s := es.series[re.Ref]
+		if s == nil {
 			s = &exemplarSeries{ref: re.Ref, lset: lset, oldest: -1, newest: -1}
 			es.series[re.Ref] = s
 		}
-		i := es.slot()
+		es.added++
 		es.ring[i] = exemplarEntry{e: e, s: s, newer: -1}
 		if s.newest >= 0 {
 			es.ring[s.newest].newer = i
@@ -132,13 +140,20 @@ func (es *exemplarStore) slot() int {
 	return i
 }
 
-// all returns every exemplar, oldest first, for a checkpoint.
-func (es *exemplarStore) all() []record.RefExemplar {
+// since returns the exemplars still held of those stored after the first
+// mark, oldest first, for a checkpoint (all of them for mark 0, a delta's
+// since the last checkpoint for the count that one returned), and the
+// count stored so far.
+func (es *exemplarStore) since(mark uint64) ([]record.RefExemplar, uint64) {
 	es.mu.RLock()
 	defer es.mu.RUnlock()
-	out := make([]record.RefExemplar, 0, len(es.ring))
 	n := len(es.ring)
-	for k := range n {
+	skip := 0
+	if newer := es.added - mark; newer < uint64(n) {
+		skip = n - int(newer)
+	}
+	out := make([]record.RefExemplar, 0, n-skip)
+	for k := skip; k < n; k++ {
 		i := k
 		if n == es.capacity {
 			i = (es.next + k) % n
@@ -149,7 +164,7 @@ func (es *exemplarStore) all() []record.RefExemplar {
 		}
 		out = append(out, record.RefExemplar{Ref: en.s.ref, T: en.e.Ts, V: en.e.Value, HasTs: en.e.HasTs, Labels: en.e.Labels})
 	}
-	return out
+	return out, es.added
 }
 
 // ExemplarQuerier implements Prometheus' storage.ExemplarQueryable.

@@ -119,7 +119,41 @@ func TestExemplars(t *testing.T) {
 		}
 		h.Close()
 	}
-	if cp, _, _ := lastCheckpoint(vfs.OS{}, dir); cp == "" {
+	if cp, _, _, _ := checkpointChain(vfs.OS{}, dir); cp == "" {
 		t.Fatal("no checkpoint was read")
+	}
+}
+
+// TestExemplarReplacesItsSeriesLast stores an exemplar whose slot in a
+// full ring holds its own series' only exemplar: the series keeps the new
+// one, where evicting the old one removed the series and left the new
+// exemplar unreachable.
+func TestExemplarReplacesItsSeriesLast(t *testing.T) {
+	opts := DefaultOptions()
+	opts.WALDir = t.TempDir()
+	opts.MaxExemplars = 2
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	a, b := labels.FromStrings("__name__", "m", "s", "a"), labels.FromStrings("__name__", "m", "s", "b")
+	app := h.Appender(t.Context())
+	mustAppend(t, app, a, 1000, 1)
+	mustAppend(t, app, b, 1000, 1)
+	for _, x := range []struct {
+		lset labels.Labels
+		e    exemplar.Exemplar
+	}{{a, exemplarAt(1000, "a1")}, {b, exemplarAt(1000, "b1")}, {a, exemplarAt(2000, "a2")}} {
+		if _, err := app.AppendExemplar(0, x.lset, x.e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	m := labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")
+	if got, want := selectExemplars(t, h, math.MinInt64, math.MaxInt64, m), []string{"a: a2@2000", "b: b1@1000"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/index"
-
+	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/wal"
 )
@@ -69,10 +69,13 @@ type Options struct {
 	// 0 means one per CPU (GOMAXPROCS).
 	ReplayWorkers int
 	// CheckpointMinBytes is how much must be written to the WAL after a
-	// checkpoint before the next one is written. The next one also waits
-	// until the WAL has grown by the size of the last checkpoint, so that
-	// checkpoints never rewrite more than the WAL takes in and replay reads
-	// at most about twice what the head holds.
+	// checkpoint before the next one is written, which bounds the WAL
+	// replay reads after the last checkpoint. The next one also waits
+	// until the WAL has grown by twice the size of the last delta
+	// checkpoint, so that checkpoints never rewrite more than the WAL
+	// takes in (see maybeCheckpoint); a full checkpoint follows deltas
+	// that add up to the last full one, so replay reads at most about
+	// twice what the head holds.
 	CheckpointMinBytes int64
 	// CheckpointOnClose writes a checkpoint on Close, so that the next
 	// Open reads compact chunks instead of replaying the WAL.
@@ -94,7 +97,7 @@ func DefaultOptions() Options {
 		ChunkSamples:       240,
 		BlockRange:         DefaultBlockRange,
 		Stripes:            4096,
-		CheckpointMinBytes: 128 << 20,
+		CheckpointMinBytes: 32 << 20,
 		// Prometheus' default for --storage.exemplars.max-exemplars.
 		MaxExemplars:      100_000,
 		CheckpointOnClose: true,
@@ -156,13 +159,29 @@ type Head struct {
 	// checkpointMu lets one checkpoint run at a time.
 	checkpointMu sync.Mutex
 	// checkpointWALBytes is the WAL's BytesWritten when the last
-	// checkpoint started, checkpointSize the bytes of that checkpoint's
-	// records before compression: what the next one would rewrite, as
-	// the WAL's records are not compressed either.
+	// checkpoint started. checkpointSize is the bytes of the last full
+	// checkpoint's records before compression, as the WAL's records are
+	// not compressed either; deltaBytes those of the deltas since, and
+	// lastDeltaBytes those of the last delta: what the next would
+	// rewrite.
 	checkpointWALBytes atomic.Int64
 	checkpointSize     atomic.Int64
+	deltaBytes         atomic.Int64
+	lastDeltaBytes     atomic.Int64
 	checkpointRunning  atomic.Bool
 	background         sync.WaitGroup
+	// marks learns what changed since the last checkpoint, for the next
+	// delta. fullNext makes the next checkpoint a full one: after Open,
+	// a truncation or a failed checkpoint. exemplarMark is how many
+	// exemplars the head had stored when the last checkpoint read them;
+	// checkpointMu guards it.
+	marks        *deltaMarks
+	fullNext     atomic.Bool
+	exemplarMark uint64
+	// compressor compresses checkpoint records: series repeat each
+	// other's label names and values. Kept across checkpoints, as its
+	// buffers take 5 MiB; checkpointMu guards it.
+	compressor record.Compressor
 
 	stats stats
 }
@@ -239,6 +258,9 @@ func Open(opts Options) (*Head, error) {
 	}
 	h.arena = arena
 	h.appendFloor.Store(math.MinInt64)
+	h.marks = newDeltaMarks(deltaGroups)
+	// Replay restores series without marking what a delta needs.
+	h.fullNext.Store(true)
 	h.compactable = make(chan struct{}, 1)
 	h.mint.Store(math.MaxInt64)
 	h.maxt.Store(math.MinInt64)
@@ -273,7 +295,7 @@ func (h *Head) Close() error {
 	h.background.Wait()
 	var err error
 	if h.opts.CheckpointOnClose {
-		err = h.Checkpoint()
+		err = h.checkpoint(true)
 	}
 	err = errors.Join(err, h.wal.Close())
 	h.freeMemory()
@@ -289,10 +311,14 @@ func (h *Head) freeMemory() {
 }
 
 // maybeCheckpoint starts a checkpoint in the background when the WAL has
-// grown enough since the last one.
+// grown enough since the last one: by CheckpointMinBytes and by twice
+// what the last delta wrote. Deltas then write at most half of what the
+// WAL takes in, and a full checkpoint, written once they add up to the
+// last one, at most as much again: checkpoints never rewrite more than
+// the WAL takes in.
 func (h *Head) maybeCheckpoint() {
 	grown := h.wal.BytesWritten() - h.checkpointWALBytes.Load()
-	if grown < max(h.opts.CheckpointMinBytes, h.checkpointSize.Load()) {
+	if grown < max(h.opts.CheckpointMinBytes, 2*h.lastDeltaBytes.Load()) {
 		return
 	}
 	if !h.checkpointRunning.CompareAndSwap(false, true) {

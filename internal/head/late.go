@@ -124,6 +124,7 @@ func (s *memSeries) insertInto(xs []lateSample, first int, old headChunk, i int,
 		return
 	}
 	m.inserted += uint64(added)
+	s.touch(m, max(xs[0].t, math.MinInt64+1)-1)
 
 	// Encode into as few chunks as the limit allows, of even sizes, so
 	// that the next late sample finds room rather than a full chunk.
@@ -131,6 +132,7 @@ func (s *memSeries) insertInto(xs []lateSample, first int, old headChunk, i int,
 	// The chunks stay XOR: the next late sample may decode them again.
 	enc2.rangeLo, enc2.rangeHi, enc2.dense = 0, 0, nil
 	enc2.noSpill = true // tmp's open chunk becomes the series'; see spillOpen
+	enc2.marks = nil
 	parts := (len(samples) + m.samples - 1) / m.samples
 	enc2.samples = (len(samples) + parts - 1) / parts
 	// tmp's chunks follow the chunks before the one replaced.

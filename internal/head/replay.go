@@ -53,6 +53,15 @@ type loader struct {
 	// chunks it restored.
 	buf      []byte
 	restored uint64
+	// delta is set while a delta checkpoint is read: its entries are
+	// merged (mergeChunks), and those without labels name a series an
+	// earlier checkpoint held. unknownEntries counts those of a series
+	// none did. popped, kept and m are mergeChunks' memory.
+	delta          bool
+	unknownEntries int
+	popped         []headChunk
+	kept           []lateSample
+	m              *chunkMem
 	// aliases maps the ref of a series record whose labels already belong
 	// to another ref onto that ref. It stays empty unless a series was
 	// logged twice under different refs.
@@ -190,11 +199,32 @@ func (l *loader) apply(rec []byte) error {
 			return err
 		}
 		for _, cs := range l.chunkSeries {
+			if l.delta && cs.Labels.IsEmpty() {
+				// A series an earlier checkpoint holds, by ref.
+				ref := cs.Ref
+				if a, ok := l.aliases[ref]; ok {
+					ref = a
+				}
+				s := l.h.series.getByRef(ref)
+				if s == nil {
+					l.unknownEntries++
+					continue
+				}
+				if err := l.mergeChunks(s, cs); err != nil {
+					return err
+				}
+				continue
+			}
 			s, err := l.createSeries(cs.Ref, record.RefSeries{Ref: cs.Ref, Labels: cs.Labels})
 			if err != nil {
 				return err
 			}
-			if err := l.restoreChunks(s, cs); err != nil {
+			if l.delta {
+				err = l.mergeChunks(s, cs)
+			} else {
+				err = l.restoreChunks(s, cs)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -276,6 +306,9 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	if len(cs.Chunks) == 0 {
 		return nil
 	}
+	if err := checkRestored(cs); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.maxt != math.MinInt64 {
@@ -283,6 +316,12 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 		// duplicates another. Keep what is there.
 		return nil
 	}
+	l.store(s, cs)
+	return nil
+}
+
+// checkRestored checks the chunks of a checkpoint entry.
+func checkRestored(cs record.RefChunkSeries) error {
 	for _, c := range cs.Chunks {
 		switch c.Enc {
 		case chunkenc.EncXOR, chunkenc.EncDecimal, chunkenc.EncHistogram, chunkenc.EncFloatHistogram:
@@ -294,6 +333,18 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 			return fmt.Errorf("series %s: a chunk of %d bytes spans [%d, %d], beyond what a head chunk may", cs.Labels, len(c.Data), c.MinT, c.MaxT)
 		}
 	}
+	for i := 1; i < len(cs.Chunks); i++ {
+		if cs.Chunks[i].MinT <= cs.Chunks[i-1].MaxT {
+			return fmt.Errorf("series %s: chunks [%d, %d] and [%d, %d] overlap", cs.Labels, cs.Chunks[i-1].MinT, cs.Chunks[i-1].MaxT, cs.Chunks[i].MinT, cs.Chunks[i].MaxT)
+		}
+	}
+	return nil
+}
+
+// store appends the chunks of a checkpoint entry, checked, to the series'
+// closed chunks, all of which end before them, and makes its newest
+// sample theirs. mu must be held.
+func (l *loader) store(s *memSeries, cs record.RefChunkSeries) {
 	for _, c := range cs.Chunks {
 		// Every encoding starts with its count of samples.
 		l.restored += uint64(binary.BigEndian.Uint16(c.Data))
@@ -303,7 +354,120 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	l.h.widenTimes(cs.Chunks[0].MinT, cs.Chunks[len(cs.Chunks)-1].MaxT)
 	s.maxt = cs.Chunks[len(cs.Chunks)-1].MaxT
 	s.lastV = cs.LastV
+}
+
+// mergeChunks merges the chunks of a delta checkpoint's entry into those
+// the checkpoints before gave the series. The entry's chunks are what the
+// head held over their times when the delta was written: each restored
+// chunk they overlap gives way, and only its samples outside their times
+// are kept, inserted like late samples. The entry holds the series' newest
+// chunk, so those are older than its newest sample. Mostly the only chunk
+// to give way is the open chunk the last checkpoint held, which the
+// entry's first chunk holds whole, grown: it is dropped without decoding.
+func (l *loader) mergeChunks(s *memSeries, cs record.RefChunkSeries) error {
+	if len(cs.Chunks) == 0 {
+		return nil
+	}
+	if err := checkRestored(cs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.nChunks == 0 || s.maxt == math.MinInt64 {
+		l.store(s, cs)
+		return nil
+	}
+	// The chain's newest chunks that end at or after the entry's first
+	// start give way, newest first.
+	from := cs.Chunks[0].MinT
+	popped := l.popped[:0]
+	for s.nChunks > 0 {
+		c, prev := chunkAt(s.last)
+		if c.maxt() < from {
+			break
+		}
+		popped = append(popped, c)
+		s.last = prev
+		s.nChunks--
+	}
+	if s.nChunks == 0 {
+		s.last = nil
+	}
+	l.store(s, cs)
+	kept := l.kept[:0]
+	var err error
+	for i := len(popped) - 1; i >= 0; i-- {
+		c := popped[i]
+		l.restored -= uint64(binary.BigEndian.Uint16(c.bytes()))
+		if !within(c.mint, c.maxt(), cs.Chunks) {
+			n := len(kept)
+			if kept, err = decodeSamples(kept, c.bytes(), c.encoding()); err != nil {
+				return fmt.Errorf("series %s: decode a restored chunk: %w", cs.Labels, err)
+			}
+			kept = append(kept[:n], outside(kept[n:], cs.Chunks)...)
+		}
+		l.h.arena.release(c.bytes())
+	}
+	clear(popped)
+	l.popped = popped[:0]
+	if len(kept) > 0 {
+		m := l.chunkMem()
+		// None is at or after the series' newest sample: that is the
+		// entry's, and the head held it with all that came before.
+		// Were one there, the delta would be damaged; it is dropped.
+		in := kept[:0]
+		for _, x := range kept {
+			if x.t < s.maxt {
+				in = append(in, x)
+			}
+		}
+		l.restored += uint64(len(in))
+		s.insertRun(in, m, func(int, bool, error) {})
+		for i, data := range m.retired {
+			l.h.arena.release(data)
+			m.retired[i] = nil
+		}
+		m.retired = m.retired[:0]
+		clear(kept)
+	}
+	l.kept = kept[:0]
 	return nil
+}
+
+// within reports whether [mint, maxt] lies within one of cs' chunks.
+func within(mint, maxt int64, cs []chunkenc.Meta) bool {
+	for _, c := range cs {
+		if c.MinT <= mint && maxt <= c.MaxT {
+			return true
+		}
+	}
+	return false
+}
+
+// outside returns the samples of xs, sorted, that lie in none of cs'
+// chunks' times, in xs' memory.
+func outside(xs []lateSample, cs []chunkenc.Meta) []lateSample {
+	out := xs[:0]
+	j := 0
+	for _, x := range xs {
+		for j < len(cs) && cs[j].MaxT < x.t {
+			j++
+		}
+		if j < len(cs) && cs[j].MinT <= x.t {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// chunkMem returns the loader's chunk memory for mergeChunks' inserts.
+func (l *loader) chunkMem() *chunkMem {
+	if l.m == nil {
+		h := l.h
+		l.m = &chunkMem{samples: h.opts.ChunkSamples, blockRange: h.opts.BlockRange, arena: h.arena, series: &h.series.cells, noSpill: true}
+	}
+	return l.m
 }
 
 // dispatch shards float samples to the workers.
@@ -708,16 +872,28 @@ func (h *Head) replay() error {
 		// walStart is when the checkpoint was read and the WAL's
 		// segments since began.
 		walStart = start
+		nDeltas  int
 	)
 	err := func() error {
-		cpDir, from, err := lastCheckpoint(h.fs(), h.opts.WALDir)
+		full, deltas, from, err := checkpointChain(h.fs(), h.opts.WALDir)
 		if err != nil {
 			return fmt.Errorf("find checkpoint: %w", err)
 		}
-		if cpDir != "" {
-			if stats[0], err = wal.Replay(cpDir, wal.ReplayOptions{Logger: h.logger, FS: h.opts.WAL.FS}, l.apply); err != nil {
-				return fmt.Errorf("read checkpoint %s: %w", cpDir, err)
+		if full != "" {
+			if stats[0], err = wal.Replay(full, wal.ReplayOptions{Logger: h.logger, FS: h.opts.WAL.FS}, l.apply); err != nil {
+				return fmt.Errorf("read checkpoint %s: %w", full, err)
 			}
+			l.delta, nDeltas = true, len(deltas)
+			for _, dir := range deltas {
+				st, err := wal.Replay(dir, wal.ReplayOptions{Logger: h.logger, FS: h.opts.WAL.FS}, l.apply)
+				if err != nil {
+					return fmt.Errorf("read checkpoint %s: %w", dir, err)
+				}
+				stats[0].Bytes += st.Bytes
+				stats[0].DroppedBytes += st.DroppedBytes
+				stats[0].Repairs = append(stats[0].Repairs, st.Repairs...)
+			}
+			l.delta = false
 			walStart = time.Now()
 		}
 		stats[1], err = wal.Replay(h.opts.WALDir, wal.ReplayOptions{From: from, Logger: h.logger, FS: h.opts.WAL.FS}, l.apply)
@@ -735,6 +911,9 @@ func (h *Head) replay() error {
 	if unknown > 0 {
 		h.logger.Warn("WAL samples of unknown series dropped", "samples", unknown)
 	}
+	if l.unknownEntries > 0 {
+		h.logger.Warn("delta checkpoint entries of unknown series dropped", "series", l.unknownEntries)
+	}
 	for _, st := range stats {
 		if st.DroppedBytes > 0 {
 			h.logger.Warn("damaged WAL or checkpoint repaired: data after the damage in the same segment was dropped",
@@ -746,7 +925,7 @@ func (h *Head) replay() error {
 	h.logger.Info("WAL replayed", "dir", h.opts.WALDir, "series", h.stats.series.Load(),
 		"checkpoint_samples", l.restored, "checkpoint_duration", walStart.Sub(start),
 		"samples", appended, "skipped_samples", skipped, "samples_in_checkpoint", inCheckpoint,
-		"checkpoint_bytes", stats[0].Bytes, "wal_bytes", stats[1].Bytes, "duration", elapsed,
+		"checkpoint_bytes", stats[0].Bytes, "deltas", nDeltas, "wal_bytes", stats[1].Bytes, "duration", elapsed,
 		"samples_per_second", int64(float64(l.restored+appended)/max(elapsed.Seconds(), 1e-9)),
 		"wal_samples_per_second", int64(float64(appended)/max(walElapsed.Seconds(), 1e-9)))
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/vfs"
 )
 
 // Replay benchmark shape: 10k series, written as a scrape-like stream of
@@ -121,17 +122,21 @@ func BenchmarkReplay(b *testing.B) {
 // BenchmarkReplayCheckpointed measures a restart from the layout a
 // server killed while it takes writes leaves: a checkpoint written while
 // samples came in, which holds the first samples of the segment it
-// started (overlap rounds of 10k series), and the WAL since. samples/s
-// counts the samples the WAL adds over the whole replay, the
-// checkpoint's restore included; held/op is how many the checkpoint held
-// already.
+// started (overlap rounds of 10k series), then deltas of 100 rounds
+// each, and the WAL since. samples/s counts the samples the WAL adds
+// over the whole replay, the checkpoints' restore included; held/op is
+// how many the checkpoint held already.
 //
 //	go test ./internal/head -run NONE -bench BenchmarkReplayCheckpointed -benchmem -benchtime=3x -count=6 | tee new.txt
 //	benchstat old.txt new.txt
 func BenchmarkReplayCheckpointed(b *testing.B) {
-	const before, after = 1000, 500
-	for _, overlap := range []int{0, 50} {
-		b.Run(fmt.Sprintf("overlap=%d", overlap), func(b *testing.B) {
+	const before, after, deltaRounds = 1000, 500, 100
+	for _, c := range []struct{ overlap, deltas int }{{0, 0}, {50, 0}, {0, 4}} {
+		name := fmt.Sprintf("overlap=%d", c.overlap)
+		if c.deltas > 0 {
+			name = fmt.Sprintf("deltas=%d", c.deltas)
+		}
+		b.Run(name, func(b *testing.B) {
 			h, appendRound := benchChunkHead(b, b.TempDir())
 			for j := range before {
 				appendRound(j)
@@ -141,15 +146,30 @@ func BenchmarkReplayCheckpointed(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for j := range overlap {
+			for j := range c.overlap {
 				appendRound(before + j)
 			}
-			if err := h.writeCheckpointAt(n, walBytes); err != nil {
+			if err := h.writeCheckpointAt(n, walBytes, checkpointKind{full: true}); err != nil {
 				b.Fatal(err)
 			}
+			h.fullNext.Store(false)
 			h.checkpointMu.Unlock()
-			for j := range after {
-				appendRound(before + overlap + j)
+			j := before + c.overlap
+			for range c.deltas {
+				for range deltaRounds {
+					appendRound(j)
+					j++
+				}
+				if err := h.Checkpoint(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, deltas, _, _ := checkpointChain(vfs.OS{}, h.opts.WALDir); len(deltas) != c.deltas {
+				b.Fatalf("%d deltas written, want %d", len(deltas), c.deltas)
+			}
+			for range after {
+				appendRound(j)
+				j++
 			}
 			if err := h.Close(); err != nil {
 				b.Fatal(err)
@@ -228,26 +248,48 @@ func benchAppender(b *testing.B, h *Head, v func(i, j int) float64) func(j int) 
 
 // BenchmarkCheckpoint measures a checkpoint of a head of 10k series with
 // four closed chunks each and an open one, kept in files as the store
-// keeps them: what it costs is mostly reading the chunks back.
+// keeps them, written 100 samples a series after the last one (16 MiB of
+// WAL, what starts the next one): a full one, whose cost is mostly
+// reading the chunks back, and a delta, which reads what came in since.
+// record-bytes/op is the size of its records before compression.
+//
+//	go test ./internal/head -run NONE -bench 'BenchmarkCheckpoint$' -benchmem -benchtime=20x -count=6
 func BenchmarkCheckpoint(b *testing.B) {
-	h, appendRound := benchChunkHead(b, b.TempDir())
-	defer h.Close()
-	samples := 4*h.opts.ChunkSamples + h.opts.ChunkSamples/2
-	for j := range samples {
-		appendRound(j)
+	for _, full := range []bool{true, false} {
+		b.Run(fmt.Sprintf("full=%v", full), func(b *testing.B) {
+			h, appendRound := benchChunkHead(b, b.TempDir())
+			defer h.Close()
+			samples := 4*h.opts.ChunkSamples + h.opts.ChunkSamples/2
+			for j := range samples {
+				appendRound(j)
+			}
+			if err := h.Checkpoint(); err != nil {
+				b.Fatal(err)
+			}
+			var recordBytes int64
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				for range 100 {
+					appendRound(samples)
+					samples++
+				}
+				h.fullNext.Store(full)
+				h.deltaBytes.Store(0)
+				b.StartTimer()
+				if err := h.Checkpoint(); err != nil {
+					b.Fatal(err)
+				}
+				if full {
+					recordBytes += h.checkpointSize.Load()
+				} else {
+					recordBytes += h.lastDeltaBytes.Load()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchReplaySeries, "ns/series")
+			b.ReportMetric(float64(recordBytes)/float64(b.N), "record-bytes/op")
+		})
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		// A checkpoint needs something logged since the last.
-		b.StopTimer()
-		appendRound(samples)
-		samples++
-		b.StartTimer()
-		if err := h.Checkpoint(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchReplaySeries, "ns/series")
 }
 
 // BenchmarkTruncate measures a truncation that drops the two oldest of

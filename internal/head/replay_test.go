@@ -60,7 +60,7 @@ func TestReplayCheckpointOverlap(t *testing.T) {
 				t.Fatal(err)
 			}
 			appendAny(t, h, held)
-			if err := h.writeCheckpointAt(n, walBytes); err != nil {
+			if err := h.writeCheckpointAt(n, walBytes, checkpointKind{full: true}); err != nil {
 				t.Fatal(err)
 			}
 			h.checkpointMu.Unlock()

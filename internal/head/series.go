@@ -121,6 +121,10 @@ type chunkMem struct {
 	lateRun []lateSample
 	// inserted counts the late samples insert added.
 	inserted uint64
+	// marks, if not nil, learns which series changed since the last
+	// checkpoint (see memSeries.touch); replay, whose first checkpoint is
+	// a full one, has none.
+	marks *deltaMarks
 }
 
 // growCap returns the capacity the open XOR chunk x moves to before a
@@ -171,7 +175,8 @@ func rangeStart(t, r int64) int64 {
 }
 
 // seriesState is where a series is in its removal by Truncate (the
-// values below seriesLogged, see removal) and the flag seriesLogged.
+// values below seriesLogged, see removal) and the flags seriesLogged,
+// seriesCheckpointed and seriesDirty.
 type seriesState uint8
 
 const (
@@ -186,15 +191,24 @@ const (
 	seriesGone
 	// seriesLogged is set once the series record is in the WAL.
 	seriesLogged seriesState = 4
+	// seriesCheckpointed is set once a checkpoint holds the series with
+	// its labels, so that a delta checkpoint names it by ref alone.
+	seriesCheckpointed seriesState = 8
+	// seriesDirty is set by the first sample added after a checkpoint
+	// read the series: a delta checkpoint writes only dirty series (see
+	// deltaMarks).
+	seriesDirty seriesState = 16
+
+	removalMask = seriesLogged - 1
 )
 
 // removal returns where the series is in its removal by Truncate. mu must
 // be held.
-func (s *memSeries) removal() seriesState { return s.state &^ seriesLogged }
+func (s *memSeries) removal() seriesState { return s.state & removalMask }
 
 // setRemoval moves the series to r in its removal by Truncate. mu must be
 // held.
-func (s *memSeries) setRemoval(r seriesState) { s.state = s.state&seriesLogged | r }
+func (s *memSeries) setRemoval(r seriesState) { s.state = s.state&^removalMask | r }
 
 // logged reports whether the series record is in the WAL. mu must be held.
 func (s *memSeries) logged() bool { return s.state&seriesLogged != 0 }
@@ -279,6 +293,7 @@ func (s *memSeries) applySample(x lateSample, m *chunkMem) (bool, error) {
 // for insert or insertRun. mu must be held.
 func (s *memSeries) applyInOrder(x lateSample, m *chunkMem) (ok, late bool, err error) {
 	var dup bool
+	prev := s.maxt
 	if x.h == nil && x.fh == nil {
 		dup, err = s.appendable(x.t, x.v)
 	} else {
@@ -296,7 +311,23 @@ func (s *memSeries) applyInOrder(x lateSample, m *chunkMem) (ok, late bool, err 
 	default:
 		s.append(x.t, x.v, m)
 	}
+	if s.state&seriesDirty == 0 {
+		s.touch(m, prev)
+	}
 	return true, false, nil
+}
+
+// touch marks the series dirty for the next delta checkpoint: its chunks
+// ending after t changed since the last checkpoint read it. mu must be
+// held.
+func (s *memSeries) touch(m *chunkMem, t int64) {
+	if m.marks == nil {
+		return
+	}
+	s.state |= seriesDirty
+	if s.state&seriesCheckpointed != 0 {
+		m.marks.lower(s.ref, t)
+	}
 }
 
 // hasOpenSamples reports whether the series has an open chunk holding

@@ -40,6 +40,9 @@ func (h *Head) Truncate(mint int64) TruncateStats {
 // checkpoints that started before it and read data up to hi. Samples
 // older than lo stay: late ones that came after the caller looked.
 func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
+	// The checkpoints written so far hold what is dropped: the next one
+	// is a full one, which leaves it out.
+	h.fullNext.Store(true)
 	h.freeze(hi + 1)
 	// Queries and checkpoints started before may read what is dropped.
 	h.waitForReaders(hi)

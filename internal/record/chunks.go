@@ -59,6 +59,10 @@ func (e *ChunkSeriesEncoder) Add(s *RefChunkSeries) {
 	e.n++
 }
 
+// Grow makes room for n more bytes of series, so that a record cut at a
+// size is built without growing its buffer.
+func (e *ChunkSeriesEncoder) Grow(n int) { e.body = slices.Grow(e.body, n) }
+
 // Len returns the bytes of the series added since the last Record.
 func (e *ChunkSeriesEncoder) Len() int { return len(e.body) }
 
