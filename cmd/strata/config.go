@@ -45,6 +45,7 @@ func parseFlags(args []string) (config, error) {
 	memLimitRatio := fs.Float64("auto-gomemlimit.ratio", 0.9, "share of the container's or machine's memory that --auto-gomemlimit gives the Go runtime, in (0, 1]")
 	fs.DurationVar(&sc.ShutdownTimeout, "shutdown-timeout", sc.ShutdownTimeout, "how long requests in flight may take to finish on shutdown")
 	fs.Int64Var(&sc.WALSegmentSize, "wal.segment-size", sc.WALSegmentSize, "WAL segment file size in bytes")
+	fs.Int64Var(&sc.WALCheckpointBytes, "wal.checkpoint-bytes", sc.WALCheckpointBytes, "WAL bytes written between two checkpoints (at least; a checkpoint after a large one waits for twice its size): what a restart after a crash replays at most beyond the checkpoints, against the CPU the checkpoints take")
 	walSync := fs.String("wal.sync", sc.WALSync.String(), "when a write is acknowledged: never (after the write reaches the OS; survives a crash of strata, not of the machine) or always (after fsync, shared by concurrent writes; survives power loss)")
 	fs.Int64Var(&sc.RemoteWriteMaxBytes, "remote-write.max-request-bytes", sc.RemoteWriteMaxBytes, "largest accepted remote-write request body (compressed), in bytes; larger ones get 413")
 	lim := &sc.RemoteWriteLimits
@@ -150,6 +151,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--otlp.delta.max-streams must not be negative")
 	case sc.WALSegmentSize < 1<<20:
 		return cfg, fmt.Errorf("--wal.segment-size %d is below the minimum of 1 MiB", sc.WALSegmentSize)
+	case sc.WALCheckpointBytes < 16<<10:
+		return cfg, fmt.Errorf("--wal.checkpoint-bytes %d is below the minimum of 16 KiB", sc.WALCheckpointBytes)
 	case sc.RemoteWriteMaxBytes <= 0:
 		return cfg, fmt.Errorf("--remote-write.max-request-bytes must be positive")
 	case lim.MaxLabelsPerSeries < 0 || lim.MaxLabelNameLength < 0 || lim.MaxLabelValueLength < 0 || lim.MaxSamplesPerSecond < 0:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,31 @@ func TestCrashUnderWriteLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	crashUnderLoad(t, []string{"--storage.block-duration", "1m"}, crashBatch)
+	crashUnderLoad(t, 4, []string{"--storage.block-duration", "1m"}, crashBatch).wantBlocks()
+}
+
+// TestCrashUnderCheckpoints is TestCrashUnderWriteLoad with a checkpoint
+// every 16 KiB of log and no block cut: each run writes a full
+// checkpoint (the first after a start is one) and then deltas, so kills
+// land while they are written and restarts read chains of them.
+func TestCrashUnderCheckpoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server")
+	}
+	// Ten times the series, of which the first tenth are checked, so
+	// that each run writes several checkpoints.
+	// Most restarts read a delta: with eight, all missing one is a chance
+	// in thousands.
+	c := crashUnderLoad(t, 8, []string{"--wal.checkpoint-bytes", "16384"}, func(w, series, b int) *prompb.WriteRequest {
+		return crashBatch(w, 10*series, b)
+	})
+	t.Logf("%d runs wrote %d deltas; %d restarts read some", c.runs, c.deltasWritten, c.deltaRestarts)
+	if c.deltasWritten < c.runs {
+		t.Errorf("%d runs wrote %d delta checkpoints, want as many at least", c.runs, c.deltasWritten)
+	}
+	if c.deltaRestarts == 0 {
+		t.Errorf("no restart of %d read a delta checkpoint", c.runs-1)
+	}
 }
 
 // TestCrashUnderLateWriteLoad is TestCrashUnderWriteLoad with late
@@ -42,7 +67,7 @@ func TestCrashUnderLateWriteLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
 	}
-	crashUnderLoad(t, []string{"--storage.block-duration", "1m", "--storage.out-of-order-window", "1h"}, func(w, series, b int) *prompb.WriteRequest {
+	crashUnderLoad(t, 4, []string{"--storage.block-duration", "1m", "--storage.out-of-order-window", "1h"}, func(w, series, b int) *prompb.WriteRequest {
 		req := crashBatch(w, series, b)
 		for i := range req.Timeseries {
 			switch w {
@@ -53,25 +78,42 @@ func TestCrashUnderLateWriteLoad(t *testing.T) {
 			}
 		}
 		return req
-	})
+	}).wantBlocks()
+}
+
+// crashRun is what crashUnderLoad saw: the server's runs, killed, the
+// delta checkpoints they wrote, and the restarts that read some.
+type crashRun struct {
+	s                                  *proc
+	runs, deltasWritten, deltaRestarts int
+}
+
+// wantBlocks checks that the restarts compacted: some of what was
+// checked came from blocks.
+func (c crashRun) wantBlocks() {
+	c.s.t.Helper()
+	if out, err := exec.Command(c.s.bin, "tsdb", "list", "--data-dir", c.s.dir).CombinedOutput(); err != nil || strings.Count(string(out), "\n") < 2 {
+		c.s.t.Errorf("no blocks were written: %v\n%s", err, out)
+	}
 }
 
 // crashUnderLoad runs the server with args under writers sending batches
-// made by batch, kills it at random moments and checks what survived.
-func crashUnderLoad(t *testing.T, args []string, batch func(w, series, b int) *prompb.WriteRequest) {
+// made by batch, kills it at random moments, rounds times, and checks
+// what survived each time.
+func crashUnderLoad(t *testing.T, rounds int, args []string, batch func(w, series, b int) *prompb.WriteRequest) crashRun {
 	s := &proc{t: t, bin: buildBinary(t), dir: t.TempDir(), addr: freeAddr(t), args: args}
 	s.start()
 
 	const (
 		writers = 3
 		series  = 20 // per writer
-		rounds  = 4
 	)
 	// acked[w] is the number of batches writer w has had acknowledged;
 	// batch b of writer w holds sample b (timestamp b*1000, value b) of
 	// each of its series.
 	acked := make([]atomic.Int64, writers)
 	rng := rand.New(rand.NewPCG(1, 2))
+	c := crashRun{s: s}
 	for round := range rounds {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -109,6 +151,7 @@ func crashUnderLoad(t *testing.T, args []string, batch func(w, series, b int) *p
 			time.Sleep(time.Millisecond)
 		}
 		s.kill()
+		c.count(s.logs.String())
 		close(stop)
 		wg.Wait()
 		t.Logf("round %d: killed with %d batches acknowledged in all", round, total(acked))
@@ -130,9 +173,21 @@ func crashUnderLoad(t *testing.T, args []string, batch func(w, series, b int) *p
 			acked[w].Store(int64(s.countSamples(fmt.Sprintf(`crash_test{w="%d",s="0"}`, w))))
 		}
 	}
-	// The restarts compacted: some of what was checked came from blocks.
-	if out, err := exec.Command(s.bin, "tsdb", "list", "--data-dir", s.dir).CombinedOutput(); err != nil || strings.Count(string(out), "\n") < 2 {
-		t.Errorf("no blocks were written: %v\n%s", err, out)
+	s.kill()
+	c.count(s.logs.String())
+	return c
+}
+
+// deltasReplayed finds the count of delta checkpoints in the log line of
+// a replay.
+var deltasReplayed = regexp.MustCompile(`msg="WAL replayed" .* deltas=(\d+)`)
+
+// count adds a run's log to what c saw.
+func (c *crashRun) count(log string) {
+	c.runs++
+	c.deltasWritten += strings.Count(log, "full=false")
+	if m := deltasReplayed.FindStringSubmatch(log); m != nil && m[1] != "0" {
+		c.deltaRestarts++
 	}
 }
 

@@ -392,6 +392,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--external-label", "region=\xff"},
 		{"--store.limits.request-series", "-1"},
 		{"--store.limits.request-chunks", "-5"},
+		{"--wal.checkpoint-bytes", "1024"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

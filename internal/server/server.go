@@ -47,6 +47,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 
 	WALSegmentSize int64
+	// WALCheckpointBytes is how much the WAL grows between checkpoints
+	// at least (head.Options.CheckpointMinBytes).
+	WALCheckpointBytes int64
 	// WALSync says when a write is acknowledged: once in the OS (survives
 	// a process crash) or once fsynced (survives power loss).
 	WALSync             wal.SyncPolicy
@@ -132,6 +135,7 @@ func DefaultConfig() Config {
 		Version:             "dev",
 		ShutdownTimeout:     30 * time.Second,
 		WALSegmentSize:      db.DefaultOptions().Head.WAL.SegmentSize,
+		WALCheckpointBytes:  db.DefaultOptions().Head.CheckpointMinBytes,
 		RemoteWriteMaxBytes: remotewrite.DefaultOptions().MaxBodyBytes,
 		RemoteWriteLimits:   remotewrite.DefaultLimits(),
 		OTLP:                otlp.DefaultOptions(),
@@ -212,6 +216,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	dbOpts := db.DefaultOptions()
 	dbOpts.Dir = cfg.DataDir
 	dbOpts.Head.WAL.SegmentSize = cfg.WALSegmentSize
+	dbOpts.Head.CheckpointMinBytes = cfg.WALCheckpointBytes
 	dbOpts.Head.WAL.Sync = cfg.WALSync
 	dbOpts.Head.MaxSeries = cfg.MaxSeries
 	dbOpts.Head.MaxExemplars = cfg.MaxExemplars
