@@ -210,7 +210,7 @@ func (l *loader) apply(rec []byte) error {
 					l.unknownEntries++
 					continue
 				}
-				if err := l.mergeChunks(s, cs); err != nil {
+				if err := l.restoreChunks(s, cs); err != nil {
 					return err
 				}
 				continue
@@ -219,12 +219,7 @@ func (l *loader) apply(rec []byte) error {
 			if err != nil {
 				return err
 			}
-			if l.delta {
-				err = l.mergeChunks(s, cs)
-			} else {
-				err = l.restoreChunks(s, cs)
-			}
-			if err != nil {
+			if err := l.restoreChunks(s, cs); err != nil {
 				return err
 			}
 		}
@@ -301,7 +296,8 @@ func (l *loader) createSeries(ref storage.SeriesRef, rs record.RefSeries) (*memS
 }
 
 // restoreChunks gives a series the chunks of its checkpoint entry. All of
-// them become closed chunks: the next sample starts a new one.
+// them become closed chunks: the next sample starts a new one. In a delta
+// (l.delta) they are merged into those the series has (mergeChunks).
 func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	if len(cs.Chunks) == 0 {
 		return nil
@@ -311,12 +307,15 @@ func (l *loader) restoreChunks(s *memSeries, cs record.RefChunkSeries) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.maxt != math.MinInt64 {
-		// The series already has samples: this checkpoint entry
-		// duplicates another. Keep what is there.
+	switch {
+	case s.nChunks == 0 || s.maxt == math.MinInt64:
+		l.store(s, cs)
 		return nil
+	case l.delta:
+		return l.mergeChunks(s, cs)
 	}
-	l.store(s, cs)
+	// The series already has samples: this checkpoint entry duplicates
+	// another. Keep what is there.
 	return nil
 }
 
@@ -356,27 +355,16 @@ func (l *loader) store(s *memSeries, cs record.RefChunkSeries) {
 	s.lastV = cs.LastV
 }
 
-// mergeChunks merges the chunks of a delta checkpoint's entry into those
-// the checkpoints before gave the series. The entry's chunks are what the
-// head held over their times when the delta was written: each restored
-// chunk they overlap gives way, and only its samples outside their times
-// are kept, inserted like late samples. The entry holds the series' newest
-// chunk, so those are older than its newest sample. Mostly the only chunk
-// to give way is the open chunk the last checkpoint held, which the
-// entry's first chunk holds whole, grown: it is dropped without decoding.
+// mergeChunks merges the chunks of a delta checkpoint's entry, checked,
+// into those the checkpoints before gave the series. The entry's chunks
+// are what the head held over their times when the delta was written:
+// each restored chunk they overlap gives way, and only its samples
+// outside their times are kept, inserted like late samples. The entry
+// holds the series' newest chunk, so those are older than its newest
+// sample. Mostly the only chunk to give way is the open chunk the last
+// checkpoint held, which the entry's first chunk holds whole, grown: it
+// is dropped without decoding. mu must be held.
 func (l *loader) mergeChunks(s *memSeries, cs record.RefChunkSeries) error {
-	if len(cs.Chunks) == 0 {
-		return nil
-	}
-	if err := checkRestored(cs); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.nChunks == 0 || s.maxt == math.MinInt64 {
-		l.store(s, cs)
-		return nil
-	}
 	// The chain's newest chunks that end at or after the entry's first
 	// start give way, newest first.
 	from := cs.Chunks[0].MinT
