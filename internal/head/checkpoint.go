@@ -35,14 +35,14 @@ import (
 // series those that took samples since, by ref, with their chunks that
 // end after the time deltaMarks gives (the open chunk at least). Replay
 // reads the newest full checkpoint, the deltas after it in order (see
-// loader.mergeChunks), and the WAL segments after the last. A delta costs
+// loader.restoreChunks), and the WAL segments after the last. A delta costs
 // what came in since the last checkpoint, not what the head holds, so
 // one is written each time the WAL has grown by CheckpointMinBytes (or
 // by twice the last delta's size, if larger): the WAL replay has to go
 // through stays short, where a full checkpoint could only be written
-// once the WAL had grown by the head's size. A full one is written once the deltas
-// add up to the last full one, and after a truncation, whose dropped
-// chunks the checkpoints before still hold.
+// once the WAL had grown by the head's size. A full one is written once
+// the deltas add up to the last full one, and after a truncation, whose
+// dropped chunks the checkpoints before still hold.
 //
 // A checkpoint is written to its name plus .tmp and renamed when
 // complete, so a crash while writing one leaves the previous checkpoints
