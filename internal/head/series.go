@@ -692,7 +692,9 @@ func (s *memSeries) snapshot(dst []chunkenc.Meta, mint, maxt int64, rd *chunkCop
 // chunksIn is snapshot's, without the start times. mu must be held.
 func (s *memSeries) chunksIn(dst []chunkenc.Meta, mint, maxt int64, rd *chunkCopier) ([]chunkenc.Meta, error) {
 	// The closed chunks that overlap, newest first: chunks are sorted and
-	// disjoint, so the walk ends at the first older than mint. Most
+	// disjoint, so the walk ends at the first that ends before mint or
+	// starts at or before it (a trailer read less per series where mint
+	// falls in a chunk, as a delta checkpoint's mostly does). Most
 	// series have a few. All end before the open chunk starts: a query
 	// of the open chunk's time alone reads no trailer, so that the pages
 	// of the arena's files stay out of the process' memory.
@@ -722,6 +724,10 @@ func (s *memSeries) chunksIn(dst []chunkenc.Meta, mint, maxt int64, rd *chunkCop
 				return dst, err
 			}
 			hit = append(hit, m)
+		}
+		if c.mint <= mint {
+			// The chunks before end before this one starts.
+			break
 		}
 	}
 	n := len(hit)
