@@ -409,6 +409,10 @@ type relabelled struct {
 
 func (r relabelled) Labels() labels.Labels { return r.lset }
 
+// Unwrap returns the series as read from its blocks, for the StoreAPI's
+// cache of their chunks.
+func (r relabelled) Unwrap() storage.Series { return r.Series }
+
 type sliceSeriesSet struct {
 	series   []storage.Series
 	i        int

@@ -100,3 +100,12 @@ type Meta struct {
 	MinT, MaxT int64 // of the first and last sample, inclusive, milliseconds
 	Enc        Encoding
 }
+
+// NumSamples reads the sample count every encoding starts with, 0 if
+// Data is too short to hold it.
+func (m Meta) NumSamples() int {
+	if len(m.Data) < xorChunkHeaderSize {
+		return 0
+	}
+	return int(binary.BigEndian.Uint16(m.Data))
+}

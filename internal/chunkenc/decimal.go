@@ -232,8 +232,8 @@ const JoinSamples = 480
 func (d *Densifier) Join(cs []Meta, window int64, emit func(c Meta, encoded bool) error) error {
 	for i := 0; i < len(cs); {
 		j, n := i, 0
-		for j < len(cs) && joinable(cs[i], cs[j], window) && n+samplesOf(cs[j]) <= JoinSamples {
-			n += samplesOf(cs[j])
+		for j < len(cs) && joinable(cs[i], cs[j], window) && n+cs[j].NumSamples() <= JoinSamples {
+			n += cs[j].NumSamples()
 			j++
 		}
 		if j-i >= 2 {
@@ -275,10 +275,6 @@ func floorDiv(t, r int64) int64 {
 	}
 	return q
 }
-
-// samplesOf returns a chunk's sample count: every encoding starts with
-// it.
-func samplesOf(c Meta) int { return int(binary.BigEndian.Uint16(c.Data)) }
 
 // join returns the samples of cs as one decimal chunk if it is smaller
 // than they are together.

@@ -253,7 +253,7 @@ func (si *SeriesIterator) AppendValues(ts []int64, vals *Values, every int64) (_
 		}
 		var run valueRun
 		if c.Enc == EncDecimal {
-			stored := every > 0 && int64(samplesOf(c)) > StoredPer*(1+(c.MaxT-c.MinT)/every)
+			stored := every > 0 && int64(c.NumSamples()) > StoredPer*(1+(c.MaxT-c.MinT)/every)
 			ts, vals.vs, run, err = appendDecimal(&si.dec, c.Data, maxt, stored, ts, vals.vs)
 		} else {
 			ts, vals.vs, err = appendChunk(&si.xor, c.Data, maxt, ts, vals.vs)

@@ -32,13 +32,16 @@ type StoreConfig struct {
 	ListenAddress, StoreAPIAddress string
 	SyncInterval                   time.Duration
 	CacheBytes                     int64
-	StoreAPILimits                 storeapi.Limits
-	WebConfigFile                  string
-	LookbackDelta, QueryTimeout    time.Duration
-	QueryMaxSamples                int
-	ShutdownTimeout                time.Duration
-	Version                        string
-	Logger                         *slog.Logger
+	// EncodedCacheBytes bounds the StoreAPI's cache of chunks encoded
+	// into Prometheus' kinds (storeapi.Cache); 0 turns it off.
+	EncodedCacheBytes           int64
+	StoreAPILimits              storeapi.Limits
+	WebConfigFile               string
+	LookbackDelta, QueryTimeout time.Duration
+	QueryMaxSamples             int
+	ShutdownTimeout             time.Duration
+	Version                     string
+	Logger                      *slog.Logger
 }
 
 // DefaultStoreConfig returns the configuration of `strata store` without
@@ -50,13 +53,17 @@ func DefaultStoreConfig() StoreConfig {
 		StoreAPIAddress: ":10901",
 		// Blocks reach a bucket every block range (two hours) per
 		// node; a minute's delay is well inside that.
-		SyncInterval:    time.Minute,
-		CacheBytes:      bucket.DefaultStoreOptions().CacheBytes,
-		LookbackDelta:   5 * time.Minute,
-		QueryTimeout:    2 * time.Minute,
-		QueryMaxSamples: 50000000,
-		ShutdownTimeout: 30 * time.Second,
-		Version:         "dev",
+		SyncInterval: time.Minute,
+		CacheBytes:   bucket.DefaultStoreOptions().CacheBytes,
+		// A dashboard's chunks over a day of some ten thousand
+		// series: about 4 bytes a sample with the stored chunk kept
+		// to confirm it.
+		EncodedCacheBytes: 256 << 20,
+		LookbackDelta:     5 * time.Minute,
+		QueryTimeout:      2 * time.Minute,
+		QueryMaxSamples:   50000000,
+		ShutdownTimeout:   30 * time.Second,
+		Version:           "dev",
 	}
 }
 
@@ -126,7 +133,11 @@ func RunStore(ctx context.Context, cfg StoreConfig, onListen func(http, grpc net
 	go func() {
 		serveErr <- web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &cfg.WebConfigFile}, logger.With("component", "web"))
 	}()
-	storeSrv := serveStoreAPI(storeLn, grpcOpts, storeapi.New(storeapi.Chunks(store), storeapi.Options{
+	chunkSrc := storeapi.Chunks(store)
+	if cfg.EncodedCacheBytes > 0 {
+		chunkSrc = storeapi.CachedChunks(store, newEncodedCache(reg, cfg.EncodedCacheBytes))
+	}
+	storeSrv := serveStoreAPI(storeLn, grpcOpts, storeapi.New(chunkSrc, storeapi.Options{
 		LabelSets: store.LabelSets,
 		TimeRange: store.TimeRange,
 		Limits:    cfg.StoreAPILimits,
@@ -165,4 +176,23 @@ func RunStore(ctx context.Context, cfg StoreConfig, onListen func(http, grpc net
 	}
 	stopGRPC(shutdownCtx, storeSrv)
 	return runErr
+}
+
+// newEncodedCache returns the StoreAPI's cache of encoded chunks, with
+// its lookups and size on /metrics.
+func newEncodedCache(reg prometheus.Registerer, limit int64) *storeapi.Cache {
+	hits := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_store_encoded_chunk_hits_total",
+		Help: "Stored chunks a StoreAPI request found already encoded into Prometheus' kinds in the encoded cache.",
+	})
+	misses := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_store_encoded_chunk_misses_total",
+		Help: "Stored chunks a StoreAPI request encoded into Prometheus' kinds, not finding them in the encoded cache.",
+	})
+	c := storeapi.NewCache(limit, hits, misses)
+	reg.MustRegister(hits, misses, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "strata_store_encoded_cache_bytes",
+		Help: "Bytes held by the encoded cache: stored chunks and their encoding into Prometheus' kinds.",
+	}, func() float64 { return float64(c.Size()) }))
+	return c
 }

@@ -35,6 +35,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	schunkenc "github.com/strata-db/strata/internal/chunkenc"
 )
 
 // Chunks gives q the chunk querier the StoreAPI and streamed
@@ -44,32 +46,48 @@ import (
 // encoder would put a series that has them into the chunk kinds that
 // carry them (XOR2 and the histograms' ST kinds), which neither Thanos'
 // StoreAPI nor remote-read clients read.
-func Chunks(q storage.Queryable) storage.SampleAndChunkQueryable { return chunkQueryable{q} }
+func Chunks(q storage.Queryable) storage.SampleAndChunkQueryable { return chunkQueryable{Queryable: q} }
 
-type chunkQueryable struct{ storage.Queryable }
+// CachedChunks is Chunks for a store whose chunks never change, the
+// blocks of a bucket: the Server sends each stored chunk's samples
+// encoded whole, once, and kept in c (see Cache).
+func CachedChunks(q storage.Queryable, c *Cache) storage.SampleAndChunkQueryable {
+	return chunkQueryable{Queryable: q, cache: c}
+}
+
+type chunkQueryable struct {
+	storage.Queryable
+	cache *Cache
+}
 
 func (c chunkQueryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
 	q, err := c.Querier(mint, maxt)
 	if err != nil {
 		return nil, err
 	}
-	return chunkQuerier{q}, nil
+	return chunkQuerier{Querier: q, cache: c.cache}, nil
 }
 
-type chunkQuerier struct{ storage.Querier }
+type chunkQuerier struct {
+	storage.Querier
+	cache *Cache
+}
 
 func (q chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
-	return &chunkSet{SeriesSet: q.Querier.Select(ctx, sortSeries, hints, ms...)}
+	return &chunkSet{SeriesSet: q.Querier.Select(ctx, sortSeries, hints, ms...), cache: q.cache}
 }
 
 // chunkSet encodes the series of a SeriesSet into Prometheus' chunks.
 // A series is encoded whole when its Iterator is asked for, with one
 // sample iterator reused for every series of the set: the set's readers
 // (the StoreAPI's Series, remote-read) ask for one series' chunks at a
-// time.
+// time. With a cache, the StoreAPI asks for a series' chunks from it
+// (encodedSeries.appendCached).
 type chunkSet struct {
 	storage.SeriesSet
 	samples chunkenc.Iterator
+	cache   *Cache
+	one     schunkenc.Series // of the stored chunk encodeStored encodes
 }
 
 func (c *chunkSet) At() storage.ChunkSeries { return encodedSeries{Series: c.SeriesSet.At(), set: c} }
@@ -80,7 +98,7 @@ type encodedSeries struct {
 }
 
 func (s encodedSeries) Iterator(chunks.Iterator) chunks.Iterator {
-	chks, err := s.set.encode(s.Series)
+	chks, err := s.set.encode(s.Series, samplesPerChunk, 0)
 	if err != nil {
 		return &errChunks{err: err}
 	}
@@ -95,7 +113,7 @@ const samplesPerChunk = 120
 // kinds, a new chunk at every change of value type and after
 // samplesPerChunk samples, as Prometheus' encoder does; a histogram chunk
 // that cannot take the next histogram is recoded or cut by its appender.
-func (c *chunkSet) encode(s storage.Series) ([]chunks.Meta, error) {
+func (c *chunkSet) encode(s storage.Series, perChunk int, span int64) ([]chunks.Meta, error) {
 	c.samples = s.Iterator(c.samples)
 	var (
 		out        []chunks.Meta
@@ -104,10 +122,16 @@ func (c *chunkSet) encode(s storage.Series) ([]chunks.Meta, error) {
 		n          int
 		mint, maxt int64
 		last       = chunkenc.ValNone
+		window     int64
 		err        error
 	)
 	for typ := c.samples.Next(); typ != chunkenc.ValNone; typ = c.samples.Next() {
-		if typ != last || n >= samplesPerChunk {
+		w := window
+		if span > 0 {
+			w = floorDiv(c.samples.AtT(), span)
+		}
+		if typ != last || n >= perChunk || w != window {
+			window = w
 			if n > 0 {
 				out = append(out, chunks.Meta{Chunk: chk, MinTime: mint, MaxTime: maxt})
 			}
@@ -367,23 +391,11 @@ func (s *Server) Series(r *storepb.SeriesRequest, srv storepb.Store_SeriesServer
 		}
 		out := &storepb.Series{Labels: zlabels(sel.lset)}
 		if !r.SkipChunks {
-			it = sel.series.Iterator(it)
-			for it.Next() {
-				m := it.At()
-				if sent++; s.opts.Limits.MaxChunks > 0 && sent > s.opts.Limits.MaxChunks {
-					return status.Errorf(codes.ResourceExhausted, "the request reads more than %d chunks (--store.limits.request-chunks)", s.opts.Limits.MaxChunks)
-				}
-				out.Chunks = append(out.Chunks, storepb.AggrChunk{
-					MinTime: m.MinTime,
-					MaxTime: m.MaxTime,
-					// Prometheus' encodings are one more than the
-					// protocol's: XOR 1 and 0, histogram 2 and 1, float
-					// histogram 3 and 2.
-					Raw: &storepb.Chunk{Type: storepb.Chunk_Encoding(m.Chunk.Encoding() - 1), Data: slices.Clone(m.Chunk.Bytes())},
-				})
-			}
-			if err := it.Err(); err != nil {
+			if out.Chunks, it, err = appendChunks(out.Chunks, sel.series, it); err != nil {
 				return selectError(ctx, err)
+			}
+			if sent += len(out.Chunks); s.opts.Limits.MaxChunks > 0 && sent > s.opts.Limits.MaxChunks {
+				return status.Errorf(codes.ResourceExhausted, "the request reads more than %d chunks (--store.limits.request-chunks)", s.opts.Limits.MaxChunks)
 			}
 			if len(out.Chunks) == 0 {
 				continue
@@ -399,6 +411,29 @@ func (s *Server) Series(r *storepb.SeriesRequest, srv storepb.Store_SeriesServer
 		}
 	}
 	return nil
+}
+
+// appendChunks appends a series' chunks to dst: from the cache of its
+// set if it has one and the series is of stored chunks, else encoded
+// from its samples by it, which it returns for the next series.
+func appendChunks(dst []storepb.AggrChunk, s storage.ChunkSeries, it chunks.Iterator) ([]storepb.AggrChunk, chunks.Iterator, error) {
+	if es, ok := s.(encodedSeries); ok {
+		if dst, ok, err := es.appendCached(dst); ok || err != nil {
+			return dst, it, err
+		}
+	}
+	it = s.Iterator(it)
+	for it.Next() {
+		m := it.At()
+		dst = append(dst, storepb.AggrChunk{
+			MinTime: m.MinTime,
+			MaxTime: m.MaxTime,
+			// Prometheus' encodings are one more than the protocol's:
+			// XOR 1 and 0, histogram 2 and 1, float histogram 3 and 2.
+			Raw: &storepb.Chunk{Type: storepb.Chunk_Encoding(m.Chunk.Encoding() - 1), Data: slices.Clone(m.Chunk.Bytes())},
+		})
+	}
+	return dst, it, it.Err()
 }
 
 // selectError turns a storage error into a gRPC status: the Querier's

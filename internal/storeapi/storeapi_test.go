@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -61,6 +63,13 @@ var hist = labels.FromStrings("__name__", "h", "job", "a")
 
 func open(t testing.TB, opts storeapi.Options) *fixture {
 	t.Helper()
+	return openCached(t, opts, nil)
+}
+
+// openCached is open with the store's chunks sent through the cache c,
+// unless c is nil.
+func openCached(t testing.TB, opts storeapi.Options, c *storeapi.Cache) *fixture {
+	t.Helper()
 	store := openDB(t)
 	f := &fixture{want: map[string][]sample{}}
 	app := store.Appender(context.Background())
@@ -90,7 +99,7 @@ func open(t testing.TB, opts storeapi.Options) *fixture {
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	f.serve(t, store, opts)
+	f.serve(t, store, opts, c)
 	return f
 }
 
@@ -110,8 +119,9 @@ func openDB(t testing.TB) *db.DB {
 }
 
 // serve serves store's StoreAPI over a real gRPC connection, stopped
-// when t ends, and gives f its server and clients.
-func (f *fixture) serve(t testing.TB, store *db.DB, opts storeapi.Options) {
+// when t ends, and gives f its server and clients; the chunks go
+// through the cache c unless it is nil.
+func (f *fixture) serve(t testing.TB, store *db.DB, opts storeapi.Options, c *storeapi.Cache) {
 	t.Helper()
 	if opts.LowestTime == nil {
 		opts.LowestTime = store.LowestTime
@@ -121,7 +131,11 @@ func (f *fixture) serve(t testing.TB, store *db.DB, opts storeapi.Options) {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(grpc.ForceServerCodec(storeapi.Codec{}))
-	f.server = storeapi.New(storeapi.Chunks(store), opts)
+	src := storeapi.Chunks(store)
+	if c != nil {
+		src = storeapi.CachedChunks(store, c)
+	}
+	f.server = storeapi.New(src, opts)
 	f.server.Register(srv)
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
@@ -284,7 +298,13 @@ func labelsOf(zl []labelpb.ZLabel) string {
 }
 
 func TestSeriesSamples(t *testing.T) {
-	f := open(t, storeapi.Options{})
+	t.Run("encoded", func(t *testing.T) { testSeriesSamples(t, open(t, storeapi.Options{})) })
+	t.Run("cached", func(t *testing.T) {
+		testSeriesSamples(t, openCached(t, storeapi.Options{}, storeapi.NewCache(64<<20, nil, nil)))
+	})
+}
+
+func testSeriesSamples(t *testing.T, f *fixture) {
 	mint, maxt := t0+10*step, t0+150*step
 	got, warns, err := f.series(t, &storepb.SeriesRequest{
 		MinTime: mint, MaxTime: maxt,
@@ -307,6 +327,54 @@ func TestSeriesSamples(t *testing.T) {
 		if w := window(f.want[name], mint, maxt); !equal(decode(t, s, mint, maxt), w) {
 			t.Errorf("%s: samples differ from the %d appended", name, len(w))
 		}
+	}
+}
+
+// The cache is asked once for each stored chunk a request reads: the
+// first request encodes them, the same request again finds them all,
+// and the pieces sent are cut at ten minutes, the span of 40 samples at
+// 15 s (pieceSpan).
+func TestSeriesCache(t *testing.T) {
+	hits, misses := prometheus.NewCounter(prometheus.CounterOpts{Name: "hits"}), prometheus.NewCounter(prometheus.CounterOpts{Name: "misses"})
+	c := storeapi.NewCache(64<<20, hits, misses)
+	f := openCached(t, storeapi.Options{}, c)
+	mint, maxt := t0+10*step, t0+150*step
+	r := &storepb.SeriesRequest{MinTime: mint, MaxTime: maxt, Matchers: []storepb.LabelMatcher{eq("__name__", "m")}}
+	check := func() {
+		t.Helper()
+		got, _, err := f.series(t, r)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("%d series, %v", len(got), err)
+		}
+		for _, s := range got {
+			name := names([]*storepb.Series{s})[0]
+			if w := window(f.want[name], mint, maxt); !equal(decode(t, s, mint, maxt), w) {
+				t.Errorf("%s: samples differ from the %d appended", name, len(w))
+			}
+			for _, chk := range s.Chunks {
+				if chk.MinTime/600_000 != chk.MaxTime/600_000 {
+					t.Errorf("%s: a chunk over [%d, %d] crosses ten minutes", name, chk.MinTime, chk.MaxTime)
+				}
+			}
+		}
+	}
+	check()
+	stored := testutil.ToFloat64(misses)
+	if stored == 0 || testutil.ToFloat64(hits) != 0 || c.Size() == 0 {
+		t.Fatalf("first request: %v misses, %v hits, %d bytes", stored, testutil.ToFloat64(hits), c.Size())
+	}
+	check()
+	if testutil.ToFloat64(hits) != stored || testutil.ToFloat64(misses) != stored {
+		t.Fatalf("the same request again: %v hits and %v misses, want %v and %v", testutil.ToFloat64(hits), testutil.ToFloat64(misses), stored, stored)
+	}
+
+	// A cache too small for any chunk answers the same, encoding each
+	// request's chunks.
+	small := storeapi.NewCache(64, nil, nil)
+	f = openCached(t, storeapi.Options{}, small)
+	check()
+	if small.Size() != 0 {
+		t.Fatalf("a cache of 64 bytes holds %d", small.Size())
 	}
 }
 
@@ -494,9 +562,9 @@ func (s *sink) Send(r *storepb.SeriesResponse) error {
 	return nil
 }
 
-// FuzzSeriesRequest decodes bytes as the server does and serves them:
-// whatever decodes is answered or refused with InvalidArgument, never
-// a panic or another error.
+// FuzzSeriesRequest decodes bytes as the server does and serves them,
+// with and without the cache: whatever decodes is answered or refused
+// with InvalidArgument, never a panic or another error.
 func FuzzSeriesRequest(f *testing.F) {
 	for _, r := range []*storepb.SeriesRequest{
 		{MinTime: t0, MaxTime: t0 + n*step, Matchers: []storepb.LabelMatcher{re("__name__", ".+")}},
@@ -509,15 +577,20 @@ func FuzzSeriesRequest(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	fx := open(f, ext("region", "eu", "replica", "a"))
+	servers := []*storeapi.Server{
+		open(f, ext("region", "eu", "replica", "a")).server,
+		openCached(f, ext("region", "eu", "replica", "a"), storeapi.NewCache(1<<20, nil, nil)).server,
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r storepb.SeriesRequest
 		if (storeapi.Codec{}).Unmarshal(data, &r) != nil {
 			return
 		}
-		err := fx.server.Series(&r, &sink{})
-		if c := status.Code(err); c != codes.OK && c != codes.InvalidArgument {
-			t.Fatalf("%+v: %v", &r, err)
+		for _, srv := range servers {
+			err := srv.Series(&r, &sink{})
+			if c := status.Code(err); c != codes.OK && c != codes.InvalidArgument {
+				t.Fatalf("%+v: %v", &r, err)
+			}
 		}
 	})
 }
@@ -542,7 +615,7 @@ func BenchmarkSeries(b *testing.B) {
 		b.Fatal(err)
 	}
 	f := &fixture{}
-	f.serve(b, store, storeapi.Options{})
+	f.serve(b, store, storeapi.Options{}, nil)
 	end := t0 + (samples-1)*step
 	for _, bc := range []struct {
 		name       string
