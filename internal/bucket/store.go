@@ -21,6 +21,7 @@ import (
 	"github.com/thanos-io/objstore"
 
 	"github.com/strata-db/strata/internal/block"
+	"github.com/strata-db/strata/internal/db"
 )
 
 // StoreOptions configures a Store.
@@ -273,17 +274,26 @@ func (s *Store) TimeRange() (mint, maxt int64) {
 }
 
 // Querier returns a querier over the blocks overlapping [mint, maxt].
+// The blocks of one label set are read as the store reads its own, in
+// time order (db.MergeQueriers): a series in blocks that follow one
+// another is one series over their chunks, so that the StoreAPI's cache
+// serves ranges over several blocks too.
 func (s *Store) Querier(mint, maxt int64) (storage.Querier, error) {
 	s.mu.RLock()
+	var selected []*remoteBlock
+	for _, b := range s.blocks {
+		if m := b.Meta(); m.MaxTime >= mint && m.MinTime <= maxt {
+			selected = append(selected, b)
+		}
+	}
+	slices.SortFunc(selected, func(a, b *remoteBlock) int {
+		return cmp.Or(cmp.Compare(a.Meta().MinTime, b.Meta().MinTime), cmp.Compare(a.Meta().MaxTime, b.Meta().MaxTime))
+	})
 	groups := map[string][]storage.Querier{}
 	external := map[string]labels.Labels{}
 	var all []storage.Querier
 	var err error
-	for _, b := range s.blocks {
-		m := b.Meta()
-		if m.MaxTime < mint || m.MinTime > maxt {
-			continue
-		}
+	for _, b := range selected {
 		var q storage.Querier
 		if q, err = b.Querier(mint, maxt); err != nil {
 			break
@@ -302,7 +312,7 @@ func (s *Store) Querier(mint, maxt int64) (storage.Querier, error) {
 	}
 	var qs []storage.Querier
 	for key, g := range groups {
-		qs = append(qs, &labelledQuerier{Querier: storage.NewMergeQuerier(g, nil, storage.ChainedSeriesMerge), external: external[key]})
+		qs = append(qs, &labelledQuerier{Querier: db.MergeQueriers(g), external: external[key]})
 	}
 	return storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), nil
 }

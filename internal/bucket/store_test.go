@@ -21,6 +21,7 @@ import (
 	"github.com/thanos-io/objstore/providers/filesystem"
 
 	"github.com/strata-db/strata/internal/block"
+	schunkenc "github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/vfs"
 )
 
@@ -210,6 +211,40 @@ func testStoreServesBucket(t *testing.T, bkt objstore.Bucket) {
 	entries, err := os.ReadDir(cache)
 	if err != nil || len(entries) != 5 {
 		t.Errorf("index cache holds %d entries, want 5: %v", len(entries), err)
+	}
+}
+
+// TestStoreJoinsBlocks reads a series over three blocks that follow one
+// another as one series over their chunks, as the store reads its own
+// blocks, so that the StoreAPI's cache of stored chunks serves it.
+func TestStoreJoinsBlocks(t *testing.T) {
+	bkt := objstore.NewInMemBucket()
+	uploadAs(t, bkt, labels.FromStrings("region", "us"), 2000, 0, 1000)
+	s := newTestStore(t, bkt, t.TempDir())
+	q, err := s.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	set := q.Select(context.Background(), true, nil, nameM)
+	n := 0
+	for ; set.Next(); n++ {
+		u, ok := set.At().(interface{ Unwrap() storage.Series })
+		if !ok {
+			t.Fatalf("%s: a %T, not the external labels' wrapper", set.At().Labels(), set.At())
+		}
+		cs, ok := u.Unwrap().(*schunkenc.Series)
+		if !ok || len(cs.Chunks) != 3 || cs.Chunks[0].MinT != 0 || cs.Chunks[2].MinT != 2000 {
+			t.Fatalf("%s: read as a %T, not one series over the three blocks' chunks in order", set.At().Labels(), u.Unwrap())
+		}
+	}
+	if err := set.Err(); err != nil || n != 20 {
+		t.Fatalf("%d series, %v", n, err)
+	}
+	for key, got := range samples(t, q, nameM) {
+		if len(got) != 30 {
+			t.Errorf("%s: %d samples, want 30", key, len(got))
+		}
 	}
 }
 

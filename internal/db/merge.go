@@ -39,6 +39,17 @@ type mergeQuerier struct {
 	sources []promstorage.Querier // oldest first
 }
 
+// MergeQueriers returns a querier reading sources, oldest first, as one,
+// as the store reads its blocks and head: a series in several of them
+// that follow one another in time is one series over their chunks (see
+// mergeQuerier). One source is returned as it is.
+func MergeQueriers(sources []promstorage.Querier) promstorage.Querier {
+	if len(sources) == 1 {
+		return sources[0]
+	}
+	return newMergeQuerier(sources)
+}
+
 func newMergeQuerier(sources []promstorage.Querier) *mergeQuerier {
 	return &mergeQuerier{
 		Querier: promstorage.NewMergeQuerier(sources, nil, promstorage.ChainedSeriesMerge),

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,7 +18,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/thanos-io/thanos/pkg/info/infopb"
+	"github.com/thanos-io/thanos/pkg/store/storepb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -223,6 +227,57 @@ func TestStoreServesUploads(t *testing.T) {
 	}
 	if len(sets) != 1 || !labels.Equal(sets[0], external) || info.ComponentType != "store" || info.Store.MaxTime < meta.MaxTime || !ends[info.Store.MaxTime] {
 		t.Errorf("Info: label sets %v, %+v; blocks end at %v", sets, info, ends)
+	}
+
+	// Series over the two hours the query counted sends the same
+	// samples, through the cache of encoded chunks: the second time
+	// every stored chunk is found in it.
+	count := func() int {
+		t.Helper()
+		mint, maxt := meta.MaxTime-2*3600_000+1, meta.MaxTime
+		stream, err := storepb.NewStoreClient(conn).Series(ctx, &storepb.SeriesRequest{MinTime: mint, MaxTime: maxt,
+			Matchers: []storepb.LabelMatcher{{Type: storepb.LabelMatcher_EQ, Name: "__name__", Value: "up"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for {
+			resp, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return n
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := resp.GetSeries()
+			if s == nil {
+				continue
+			}
+			for _, c := range s.Chunks {
+				chk, err := chunkenc.FromData(chunkenc.Encoding(c.Raw.Type+1), c.Raw.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				it := chk.Iterator(nil)
+				for it.Next() != chunkenc.ValNone {
+					if ts := it.AtT(); ts >= mint && ts <= maxt {
+						n++
+					}
+				}
+			}
+		}
+	}
+	want := fromStore.Data.Result[0].Value[1]
+	for i := range 2 {
+		if got := strconv.Itoa(count()); got != want {
+			t.Fatalf("Series %d: %s samples of up, the query counts %s", i, got, want)
+		}
+	}
+	_, body := get(t, store+"/metrics")
+	hits := regexp.MustCompile(`(?m)^strata_store_encoded_chunk_hits_total (\d+)`).FindSubmatch(body)
+	misses := regexp.MustCompile(`(?m)^strata_store_encoded_chunk_misses_total (\d+)`).FindSubmatch(body)
+	if hits == nil || misses == nil || string(hits[1]) == "0" || string(hits[1]) != string(misses[1]) {
+		t.Errorf("encoded cache: hits %q, misses %q; want as many hits as misses", hits, misses)
 	}
 }
 

@@ -125,12 +125,14 @@ func count(c prometheus.Counter) {
 // appendCached appends the chunks of s that overlap [s.MinT, s.MaxT] to
 // dst, each stored chunk's from the set's cache, encoded whole on a
 // miss. ok is false, and dst unchanged, if the set has no cache or s is
-// not a series of stored chunks read from one source (a
-// *chunkenc.Series without joins): its chunks are then encoded from its
-// samples (encodedSeries.Iterator).
+// not a series of stored chunks (a *chunkenc.Series, of one block or of
+// blocks that follow one another): its chunks are then encoded from its
+// samples (encodedSeries.Iterator). Each stored chunk is encoded alone,
+// its histograms' counter-reset hints as it stores them, as Thanos' store
+// gateway sends a block's chunks as they are.
 func (s encodedSeries) appendCached(dst []storepb.AggrChunk) (_ []storepb.AggrChunk, ok bool, err error) {
 	cs, ok := unwrap(s.Series).(*chunkenc.Series)
-	if s.set.cache == nil || !ok || len(cs.Joins) > 0 {
+	if s.set.cache == nil || !ok {
 		return dst, false, nil
 	}
 	for _, m := range cs.Chunks {
