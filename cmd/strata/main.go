@@ -37,6 +37,17 @@ var version = "0.1.0-dev"
 // applies instead.
 const defaultGOGC = 15
 
+// setGC runs the collector at defaultGOGC, with minGCHeadroom, unless the
+// GOGC environment variable sets a target: for the server and for `strata
+// store`, whose heaps are mostly what lives for hours (the head's series;
+// the store's caches of chunk pages and encoded chunks).
+func setGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGOGC)
+		keepGCHeadroom(defaultGOGC)
+	}
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tsdb" {
 		os.Exit(runTSDB(os.Args[2:], os.Stdout, os.Stderr))
@@ -61,10 +72,7 @@ func main() {
 	}
 	cfg.server.Logger = logger
 	cfg.server.Version = version
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGOGC)
-		keepGCHeadroom(defaultGOGC)
-	}
+	setGC()
 	if cfg.memLimitRatio > 0 {
 		// As Prometheus does (--auto-gomemlimit): the cgroup's limit, or
 		// else the machine's memory. GOMEMLIMIT in the environment wins.

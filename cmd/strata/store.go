@@ -19,6 +19,7 @@ import (
 func runStore(args []string, stderr io.Writer) int {
 	return runCommand("strata store", args, stderr, parseStoreFlags, func(ctx context.Context, cfg server.StoreConfig, logger *slog.Logger) error {
 		cfg.Logger, cfg.Version = logger, version
+		setGC()
 		return server.RunStore(ctx, cfg, nil)
 	})
 }

@@ -1,10 +1,11 @@
 package storeapi
 
 import (
-	"bytes"
 	"container/list"
+	"hash/crc32"
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,10 +23,12 @@ import (
 // Thanos' store gateway sends the chunks it stores; only a chunk's first
 // request pays for decoding and encoding it, all of it.
 //
-// A stored chunk is looked up by its bytes: a hash of them finds the
-// entry, and the bytes kept in it confirm it. So the cache needs to know
-// nothing of blocks or series, a chunk whose bytes differ is never
-// answered from it, and a chunk repeated in two blocks (a block and its
+// A stored chunk is looked up by its bytes: a 64-bit hash of them finds
+// the entry, and their length, encoding and CRC-32C confirm it, so that a
+// chunk is answered from another's entry only if both its hashes collide
+// with it at the same length (of the order of n²/2⁹⁷ for n chunks of a
+// length: 10⁻¹⁷ for a million). So the cache needs to know nothing of
+// blocks or series, and a chunk repeated in two blocks (a block and its
 // merge's source) is kept once.
 type Cache struct {
 	hits, misses prometheus.Counter
@@ -37,29 +40,37 @@ type Cache struct {
 	byKey map[uint64]*list.Element
 }
 
-// cacheEntry is a stored chunk, its bytes and encoding, and its samples
-// as Prometheus' chunks, oldest first, their data in one buffer.
+// cacheEntry is a stored chunk, told by its key, sum, length and
+// encoding, with its samples as Prometheus' chunks, oldest first, their
+// bytes one after another in data. An entry does not change once made.
 type cacheEntry struct {
-	key     uint64
-	enc     chunkenc.Encoding
-	stored  []byte
-	encoded []storepb.AggrChunk
+	key    uint64
+	sum    uint32
+	length int
+	enc    chunkenc.Encoding
+	data   []byte
+	pieces []piece
 }
 
-// entryOverhead is what an entry costs beyond its bytes: the entry, its
-// list element and map slot, and an AggrChunk with its Chunk for each
-// encoded chunk (entryChunkOverhead).
-const (
-	entryOverhead      = 160
-	entryChunkOverhead = 96
-)
+// piece is one of an entry's encoded chunks: its samples' time range,
+// its encoding in the protocol's numbers, and the end of its bytes in
+// the entry's data (they begin where the previous piece's end).
+type piece struct {
+	mint, maxt int64
+	end        uint32
+	typ        storepb.Chunk_Encoding
+}
+
+// entryOverhead is what an entry costs beyond its data and pieces: the
+// entry, its list element and map slot.
+const entryOverhead = 160
 
 func (e *cacheEntry) size() int64 {
-	n := int64(entryOverhead + len(e.stored))
-	for _, c := range e.encoded {
-		n += int64(entryChunkOverhead + len(c.Raw.Data))
-	}
-	return n
+	return int64(entryOverhead + len(e.data) + len(e.pieces)*int(unsafe.Sizeof(piece{})))
+}
+
+func (e *cacheEntry) is(m chunkenc.Meta, sum uint32) bool {
+	return e.enc == m.Enc && e.length == len(m.Data) && e.sum == sum
 }
 
 // NewCache returns a cache of at most limit bytes, counting its lookups
@@ -75,16 +86,14 @@ func (c *Cache) Size() int64 {
 	return c.size
 }
 
-func (c *Cache) get(key uint64, m chunkenc.Meta) ([]storepb.AggrChunk, bool) {
+func (c *Cache) get(key uint64, sum uint32, m chunkenc.Meta) (*cacheEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.byKey[key]
-	if ok {
-		e := el.Value.(*cacheEntry)
-		if ok = e.enc == m.Enc && bytes.Equal(e.stored, m.Data); ok {
+	if el, ok := c.byKey[key]; ok {
+		if e := el.Value.(*cacheEntry); e.is(m, sum) {
 			c.order.MoveToFront(el)
 			count(c.hits)
-			return e.encoded, true
+			return e, true
 		}
 	}
 	count(c.misses)
@@ -122,6 +131,8 @@ func count(c prometheus.Counter) {
 	}
 }
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // appendCached appends the chunks of s that overlap [s.MinT, s.MaxT] to
 // dst, each stored chunk's from the set's cache, encoded whole on a
 // miss. ok is false, and dst unchanged, if the set has no cache or s is
@@ -130,56 +141,66 @@ func count(c prometheus.Counter) {
 // samples (encodedSeries.Iterator). Each stored chunk is encoded alone,
 // its histograms' counter-reset hints as it stores them, as Thanos' store
 // gateway sends a block's chunks as they are.
-func (s encodedSeries) appendCached(dst []storepb.AggrChunk) (_ []storepb.AggrChunk, ok bool, err error) {
+//
+// The chunks appended point to their Raws appended to raws, which grows
+// into a new array when full rather than moving the Raws already sent
+// for: the caller empties it once the series it holds are sent.
+func (s encodedSeries) appendCached(dst []storepb.AggrChunk, raws []storepb.Chunk) (_ []storepb.AggrChunk, _ []storepb.Chunk, ok bool, err error) {
 	cs, ok := unwrap(s.Series).(*chunkenc.Series)
 	if s.set.cache == nil || !ok {
-		return dst, false, nil
+		return dst, raws, false, nil
 	}
+	set := s.set
+	set.entries = set.entries[:0]
+	n := 0
 	for _, m := range cs.Chunks {
 		if m.MaxT < cs.MinT || m.MinT > cs.MaxT {
 			continue
 		}
-		key := xxhash.Sum64(m.Data)
-		encoded, hit := s.set.cache.get(key, m)
+		key, sum := xxhash.Sum64(m.Data), crc32.Checksum(m.Data, castagnoli)
+		e, hit := set.cache.get(key, sum, m)
 		if !hit {
-			e, err := s.set.encodeStored(key, m)
-			if err != nil {
-				return dst, true, err
+			if e, err = set.encodeStored(key, sum, m); err != nil {
+				return dst, raws, true, err
 			}
-			s.set.cache.put(e)
-			encoded = e.encoded
+			set.cache.put(e)
 		}
-		for _, c := range encoded {
-			if c.MaxTime >= cs.MinT && c.MinTime <= cs.MaxT {
-				dst = append(dst, c)
+		set.entries = append(set.entries, e)
+		n += len(e.pieces)
+	}
+	if cap(raws)-len(raws) < n {
+		raws = make([]storepb.Chunk, 0, max(2*cap(raws), n, 64))
+	}
+	for _, e := range set.entries {
+		start := uint32(0)
+		for _, p := range e.pieces {
+			if p.maxt >= cs.MinT && p.mint <= cs.MaxT {
+				raws = append(raws, storepb.Chunk{Type: p.typ, Data: e.data[start:p.end:p.end]})
+				dst = append(dst, storepb.AggrChunk{MinTime: p.mint, MaxTime: p.maxt, Raw: &raws[len(raws)-1]})
 			}
+			start = p.end
 		}
 	}
-	return dst, true, nil
+	return dst, raws, true, nil
 }
 
 // encodeStored encodes all the samples of the stored chunk m into
-// Prometheus' chunks, as encode cuts them, copied with m's bytes into one
-// cache entry.
-func (c *chunkSet) encodeStored(key uint64, m chunkenc.Meta) (*cacheEntry, error) {
+// Prometheus' chunks, as encode cuts them, copied into one cache entry.
+func (c *chunkSet) encodeStored(key uint64, sum uint32, m chunkenc.Meta) (*cacheEntry, error) {
 	c.one = chunkenc.Series{Chunks: append(c.one.Chunks[:0], m), MinT: math.MinInt64, MaxT: math.MaxInt64}
 	chks, err := c.encode(&c.one, samplesPerChunk, pieceSpan(m))
 	if err != nil {
 		return nil, err
 	}
-	n := len(m.Data)
+	n := 0
 	for _, chk := range chks {
 		n += len(chk.Chunk.Bytes())
 	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, m.Data...)
-	e := &cacheEntry{key: key, enc: m.Enc, stored: buf[:len(m.Data):len(m.Data)], encoded: make([]storepb.AggrChunk, len(chks))}
-	raws := make([]storepb.Chunk, len(chks))
+	e := &cacheEntry{key: key, sum: sum, length: len(m.Data), enc: m.Enc, data: make([]byte, 0, n), pieces: make([]piece, len(chks))}
 	for i, chk := range chks {
-		start := len(buf)
-		buf = append(buf, chk.Chunk.Bytes()...)
-		raws[i] = storepb.Chunk{Type: storepb.Chunk_Encoding(chk.Chunk.Encoding() - 1), Data: buf[start:len(buf):len(buf)]}
-		e.encoded[i] = storepb.AggrChunk{MinTime: chk.MinTime, MaxTime: chk.MaxTime, Raw: &raws[i]}
+		e.data = append(e.data, chk.Chunk.Bytes()...)
+		// Prometheus' encodings are one more than the protocol's.
+		e.pieces[i] = piece{mint: chk.MinTime, maxt: chk.MaxTime, end: uint32(len(e.data)), typ: storepb.Chunk_Encoding(chk.Chunk.Encoding() - 1)}
 	}
 	return e, nil
 }

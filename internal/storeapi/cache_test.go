@@ -1,72 +1,79 @@
 package storeapi
 
 import (
+	"hash/crc32"
 	"testing"
-
-	"github.com/thanos-io/thanos/pkg/store/storepb"
 
 	"github.com/strata-db/strata/internal/chunkenc"
 )
 
-func entry(key uint64, stored string, encoded int) *cacheEntry {
-	e := &cacheEntry{key: key, enc: chunkenc.EncXOR, stored: []byte(stored)}
-	for range encoded {
-		e.encoded = append(e.encoded, storepb.AggrChunk{Raw: &storepb.Chunk{Data: make([]byte, 10)}})
+// entry is a cache entry of the stored chunk "abcd" with pieces of 10
+// bytes each.
+func entry(key uint64, pieces int) *cacheEntry {
+	e := &cacheEntry{key: key, sum: crc32.Checksum([]byte("abcd"), castagnoli), length: 4, enc: chunkenc.EncXOR}
+	for i := range pieces {
+		e.data = append(e.data, make([]byte, 10)...)
+		e.pieces = append(e.pieces, piece{mint: int64(i), maxt: int64(i), end: uint32(len(e.data))})
 	}
 	return e
 }
 
-// A hit needs the stored chunk's bytes and encoding, not only its key:
-// two chunks whose hashes collide are told apart.
-func TestCacheConfirmsBytes(t *testing.T) {
+var abcd = chunkenc.Meta{Data: []byte("abcd"), Enc: chunkenc.EncXOR}
+
+func get(c *Cache, key uint64, m chunkenc.Meta) (*cacheEntry, bool) {
+	return c.get(key, crc32.Checksum(m.Data, castagnoli), m)
+}
+
+// A hit needs the stored chunk's length, encoding and checksum, not only
+// its key: two chunks whose hashes collide are told apart.
+func TestCacheConfirmsChunk(t *testing.T) {
 	c := NewCache(1<<20, nil, nil)
-	c.put(entry(1, "abcd", 1))
+	c.put(entry(1, 1))
 	for _, m := range []chunkenc.Meta{
 		{Data: []byte("abce"), Enc: chunkenc.EncXOR},
 		{Data: []byte("abc"), Enc: chunkenc.EncXOR},
 		{Data: []byte("abcd"), Enc: chunkenc.EncDecimal},
 	} {
-		if _, ok := c.get(1, m); ok {
+		if _, ok := get(c, 1, m); ok {
 			t.Errorf("%q, encoding %v: a hit on another chunk's entry", m.Data, m.Enc)
 		}
 	}
-	if got, ok := c.get(1, chunkenc.Meta{Data: []byte("abcd"), Enc: chunkenc.EncXOR}); !ok || len(got) != 1 {
-		t.Fatalf("the same chunk: %d chunks, hit %v", len(got), ok)
+	if e, ok := get(c, 1, abcd); !ok || len(e.pieces) != 1 {
+		t.Fatalf("the same chunk: hit %v, entry %+v", ok, e)
 	}
 }
 
 // The cache holds at most its limit, dropping the least recently used
 // entries first; an entry over the limit alone is not kept.
 func TestCacheEvicts(t *testing.T) {
-	one := entry(0, "abcd", 2).size()
+	one := entry(0, 2).size()
 	c := NewCache(3*one, nil, nil)
 	for k := range uint64(3) {
-		c.put(entry(k, "abcd", 2))
+		c.put(entry(k, 2))
 	}
 	if c.Size() != 3*one {
 		t.Fatalf("size %d, want %d", c.Size(), 3*one)
 	}
-	meta := chunkenc.Meta{Data: []byte("abcd"), Enc: chunkenc.EncXOR}
-	if _, ok := c.get(0, meta); !ok {
+	if _, ok := get(c, 0, abcd); !ok {
 		t.Fatal("entry 0 missing")
 	}
-	c.put(entry(3, "abcd", 2)) // drops 1, used least recently
+	c.put(entry(3, 2)) // drops 1, used least recently
 	for k, want := range []bool{true, false, true, true} {
-		if _, ok := c.get(uint64(k), meta); ok != want {
+		if _, ok := get(c, uint64(k), abcd); ok != want {
 			t.Errorf("entry %d: held %v, want %v", k, ok, want)
 		}
 	}
 	if c.Size() > 3*one {
 		t.Fatalf("size %d over the limit %d", c.Size(), 3*one)
 	}
-	c.put(entry(4, "abcd", 1000))
-	if _, ok := c.get(4, meta); ok || c.Size() > 3*one {
+	c.put(entry(4, 1000))
+	if _, ok := get(c, 4, abcd); ok || c.Size() > 3*one {
 		t.Fatalf("an entry over the limit was kept: size %d", c.Size())
 	}
 	// Putting a key again replaces its entry rather than counting it
 	// twice.
 	size := c.Size()
-	c.put(entry(3, "abcd", 2))
+	c.put(entry(3, 2))
 	if c.Size() != size {
 		t.Fatalf("size %d after putting entry 3 again, want %d", c.Size(), size)
 	}

@@ -88,6 +88,7 @@ type chunkSet struct {
 	samples chunkenc.Iterator
 	cache   *Cache
 	one     schunkenc.Series // of the stored chunk encodeStored encodes
+	entries []*cacheEntry    // of the series appendCached appends
 }
 
 func (c *chunkSet) At() storage.ChunkSeries { return encodedSeries{Series: c.SeriesSet.At(), set: c} }
@@ -384,14 +385,18 @@ func (s *Server) Series(r *storepb.SeriesRequest, srv storepb.Store_SeriesServer
 	}
 	slices.SortStableFunc(all, func(a, b selected) int { return labels.Compare(a.lset, b.lset) })
 	sent := 0
-	var it chunks.Iterator
+	var (
+		it    chunks.Iterator
+		raws  []storepb.Chunk // the cached chunks of the series not yet sent
+		batch = newBatcher(srv, int(r.ResponseBatchSize))
+	)
 	for _, sel := range all {
 		if err := ctx.Err(); err != nil {
 			return status.FromContextError(err).Err()
 		}
 		out := &storepb.Series{Labels: zlabels(sel.lset)}
 		if !r.SkipChunks {
-			if out.Chunks, it, err = appendChunks(out.Chunks, sel.series, it); err != nil {
+			if out.Chunks, raws, it, err = appendChunks(out.Chunks, raws, sel.series, it); err != nil {
 				return selectError(ctx, err)
 			}
 			if sent += len(out.Chunks); s.opts.Limits.MaxChunks > 0 && sent > s.opts.Limits.MaxChunks {
@@ -401,9 +406,16 @@ func (s *Server) Series(r *storepb.SeriesRequest, srv storepb.Store_SeriesServer
 				continue
 			}
 		}
-		if err := srv.Send(storepb.NewSeriesResponse(out)); err != nil {
+		flushed, err := batch.add(out)
+		if err != nil {
 			return err
 		}
+		if flushed {
+			raws = raws[:0]
+		}
+	}
+	if err := batch.flush(); err != nil {
+		return err
 	}
 	for _, w := range set.Warnings() {
 		if err := srv.Send(storepb.NewWarnSeriesResponse(w)); err != nil {
@@ -413,13 +425,53 @@ func (s *Server) Series(r *storepb.SeriesRequest, srv storepb.Store_SeriesServer
 	return nil
 }
 
+// batcher sends series as the request's response_batch_size asks: that
+// many to a message, as Thanos' stores answer its Querier (64 by
+// default), which saves both ends a message's cost for each series; one
+// to a message if it is 0 or 1. A series is marshalled when its message
+// is sent, so what it points to must be kept until then.
+type batcher struct {
+	srv     storepb.Store_SeriesServer
+	size    int
+	pending []*storepb.Series
+}
+
+func newBatcher(srv storepb.Store_SeriesServer, size int) *batcher {
+	return &batcher{srv: srv, size: size}
+}
+
+// add sends s, or keeps it for the next message; flushed says a message
+// was sent, with s.
+func (b *batcher) add(s *storepb.Series) (flushed bool, err error) {
+	if b.size <= 1 {
+		return true, b.srv.Send(storepb.NewSeriesResponse(s))
+	}
+	b.pending = append(b.pending, s)
+	if len(b.pending) < b.size {
+		return false, nil
+	}
+	return true, b.flush()
+}
+
+// flush sends the series kept, if any.
+func (b *batcher) flush() error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	err := b.srv.Send(storepb.NewBatchResponse(b.pending))
+	clear(b.pending)
+	b.pending = b.pending[:0]
+	return err
+}
+
 // appendChunks appends a series' chunks to dst: from the cache of its
-// set if it has one and the series is of stored chunks, else encoded
-// from its samples by it, which it returns for the next series.
-func appendChunks(dst []storepb.AggrChunk, s storage.ChunkSeries, it chunks.Iterator) ([]storepb.AggrChunk, chunks.Iterator, error) {
+// set if it has one and the series is of stored chunks (their Raws
+// appended to raws, see appendCached), else encoded from its samples by
+// it, which it returns for the next series.
+func appendChunks(dst []storepb.AggrChunk, raws []storepb.Chunk, s storage.ChunkSeries, it chunks.Iterator) ([]storepb.AggrChunk, []storepb.Chunk, chunks.Iterator, error) {
 	if es, ok := s.(encodedSeries); ok {
-		if dst, ok, err := es.appendCached(dst); ok || err != nil {
-			return dst, it, err
+		if dst, raws, ok, err := es.appendCached(dst, raws); ok || err != nil {
+			return dst, raws, it, err
 		}
 	}
 	it = s.Iterator(it)
@@ -433,7 +485,7 @@ func appendChunks(dst []storepb.AggrChunk, s storage.ChunkSeries, it chunks.Iter
 			Raw: &storepb.Chunk{Type: storepb.Chunk_Encoding(m.Chunk.Encoding() - 1), Data: slices.Clone(m.Chunk.Bytes())},
 		})
 	}
-	return dst, it, it.Err()
+	return dst, raws, it, it.Err()
 }
 
 // selectError turns a storage error into a gRPC status: the Querier's

@@ -49,6 +49,9 @@ type fixture struct {
 	store  storepb.StoreClient
 	info   infopb.InfoClient
 	want   map[string][]sample // by the series' stored labels
+	// messages counts the series messages of the last series call:
+	// one a series, or one a batch.
+	messages int
 }
 
 var stored = []labels.Labels{
@@ -162,6 +165,7 @@ func (f *fixture) series(t testing.TB, r *storepb.SeriesRequest) ([]*storepb.Ser
 		out   []*storepb.Series
 		warns []string
 	)
+	f.messages = 0
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -172,6 +176,10 @@ func (f *fixture) series(t testing.TB, r *storepb.SeriesRequest) ([]*storepb.Ser
 		}
 		if s := resp.GetSeries(); s != nil {
 			out = append(out, s)
+			f.messages++
+		} else if b := resp.GetBatch(); b != nil {
+			out = append(out, b.Series...)
+			f.messages++
 		} else if w := resp.GetWarning(); w != "" {
 			warns = append(warns, w)
 		}
@@ -297,21 +305,29 @@ func labelsOf(zl []labelpb.ZLabel) string {
 	return b.Labels().String()
 }
 
+// TestSeriesSamples reads every series back, chunks encoded anew or
+// from the cache, one series to a message or in batches of 4 as a
+// Querier asks (response_batch_size): the same samples as appended.
 func TestSeriesSamples(t *testing.T) {
-	t.Run("encoded", func(t *testing.T) { testSeriesSamples(t, open(t, storeapi.Options{})) })
-	t.Run("cached", func(t *testing.T) {
-		testSeriesSamples(t, openCached(t, storeapi.Options{}, storeapi.NewCache(64<<20, nil, nil)))
-	})
+	for _, batch := range []int{0, 4} {
+		t.Run("encoded,batch="+strconv.Itoa(batch), func(t *testing.T) { testSeriesSamples(t, open(t, storeapi.Options{}), batch) })
+		t.Run("cached,batch="+strconv.Itoa(batch), func(t *testing.T) {
+			testSeriesSamples(t, openCached(t, storeapi.Options{}, storeapi.NewCache(64<<20, nil, nil)), batch)
+		})
+	}
 }
 
-func testSeriesSamples(t *testing.T, f *fixture) {
+func testSeriesSamples(t *testing.T, f *fixture, batch int) {
 	mint, maxt := t0+10*step, t0+150*step
 	got, warns, err := f.series(t, &storepb.SeriesRequest{
-		MinTime: mint, MaxTime: maxt,
+		MinTime: mint, MaxTime: maxt, ResponseBatchSize: int64(batch),
 		Matchers: []storepb.LabelMatcher{re("__name__", ".+")},
 	})
 	if err != nil || len(warns) > 0 {
 		t.Fatal(err, warns)
+	}
+	if want := map[int]int{0: 6, 4: 2}[batch]; f.messages != want {
+		t.Errorf("batches of %d: %d messages for 6 series, want %d", batch, f.messages, want)
 	}
 	want := []string{`{__name__="h", job="a"}`, `{__name__="m"}`, `{__name__="m", b="1"}`, `{__name__="m", replica="stored"}`, `{__name__="up", job="a"}`, `{__name__="up", job="b", zone="z"}`}
 	if !slices.Equal(names(got), want) {
@@ -597,8 +613,11 @@ func FuzzSeriesRequest(f *testing.F) {
 
 // BenchmarkSeries asks for 2,000 float series of two hours at 15 s, as
 // an instant rate over five minutes and as a range query over the two
-// hours do, over a real gRPC connection: the re-encoding of the
-// store's chunks into XOR is most of what a Series call costs.
+// hours do, over a real gRPC connection, in batches of 64 series to a
+// message as Thanos' Querier asks: with the chunks encoded anew, the
+// re-encoding of the store's chunks into XOR is most of what a Series
+// call costs; with the cache (as strata store serves), the chunks
+// encoded by the first call.
 func BenchmarkSeries(b *testing.B) {
 	store := openDB(b)
 	const series, samples = 2000, 480
@@ -614,21 +633,28 @@ func BenchmarkSeries(b *testing.B) {
 	if err := app.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	f := &fixture{}
-	f.serve(b, store, storeapi.Options{}, nil)
+	encoded, cached := &fixture{}, &fixture{}
+	encoded.serve(b, store, storeapi.Options{}, nil)
+	cached.serve(b, store, storeapi.Options{}, storeapi.NewCache(256<<20, nil, nil))
 	end := t0 + (samples-1)*step
-	for _, bc := range []struct {
-		name       string
-		mint, maxt int64
-	}{{"5m", end - 5*60_000, end}, {"2h", t0, end}} {
-		b.Run(bc.name, func(b *testing.B) {
-			r := &storepb.SeriesRequest{MinTime: bc.mint, MaxTime: bc.maxt, Matchers: []storepb.LabelMatcher{eq("__name__", "node_cpu_seconds_total")}}
-			for b.Loop() {
-				got, _, err := f.series(b, r)
-				if err != nil || len(got) != series {
-					b.Fatalf("%d series, %v", len(got), err)
+	for _, src := range []struct {
+		name string
+		f    *fixture
+	}{{"encoded", encoded}, {"cached", cached}} {
+		for _, bc := range []struct {
+			name       string
+			mint, maxt int64
+		}{{"5m", end - 5*60_000, end}, {"2h", t0, end}} {
+			b.Run(src.name+"/"+bc.name, func(b *testing.B) {
+				r := &storepb.SeriesRequest{MinTime: bc.mint, MaxTime: bc.maxt, ResponseBatchSize: 64,
+					Matchers: []storepb.LabelMatcher{eq("__name__", "node_cpu_seconds_total")}}
+				for b.Loop() {
+					got, _, err := src.f.series(b, r)
+					if err != nil || len(got) != series {
+						b.Fatalf("%d series, %v", len(got), err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
