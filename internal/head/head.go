@@ -217,9 +217,11 @@ type Stats struct {
 	ChunkBytes      int64 // bytes of closed chunks and open chunks' spilled parts, in files or in memory
 	ChunkFileBytes  int64 // of ChunkBytes, those in files (Options.ChunkDir)
 	// SeriesMemBytes is the memory the head holds for its series outside
-	// the Go heap (see cellPool): the newest bytes of open chunks, and
-	// the series' label ids.
-	SeriesMemBytes int64
+	// the Go heap (see cellPool): the series themselves
+	// (SeriesCellBytes), the newest bytes of their open chunks
+	// (OpenChunkBytes) and their label ids (LabelIDBytes).
+	SeriesMemBytes                                int64
+	SeriesCellBytes, OpenChunkBytes, LabelIDBytes int64
 	// MinTime and MaxTime bound the head's samples, 0 while it has none.
 	MinTime, MaxTime int64
 }
@@ -355,6 +357,9 @@ func (h *Head) Stats() Stats {
 		ChunkBytes:      chunkBytes,
 		ChunkFileBytes:  fileBytes,
 		SeriesMemBytes:  seriesBytes + openBytes + idBytes,
+		SeriesCellBytes: seriesBytes,
+		OpenChunkBytes:  openBytes,
+		LabelIDBytes:    idBytes,
 	}
 	if mint, maxt := h.MinTime(), h.MaxTime(); mint <= maxt {
 		st.MinTime, st.MaxTime = mint, maxt

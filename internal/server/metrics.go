@@ -76,9 +76,12 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 			Help: "Bytes of the head's closed chunks and of the parts of its open ones written out, in files under chunks_head (read through mappings) or in memory outside the Go heap.",
 		}, stat(func(s head.Stats) float64 { return float64(s.ChunkBytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "strata_head_series_memory_bytes",
-			Help: "Memory the head holds for its series outside the Go heap: the newest bytes of open chunks, and the series' label ids.",
-		}, stat(func(s head.Stats) float64 { return float64(s.SeriesMemBytes) })),
+			Name: "strata_head_chunk_file_bytes",
+			Help: "Of strata_head_chunk_bytes, those in files under chunks_head, read through mappings: resident as far as the kernel keeps their pages (see strata_process_resident_file_bytes).",
+		}, stat(func(s head.Stats) float64 { return float64(s.ChunkFileBytes) })),
+		seriesMemory("series", stat(func(s head.Stats) float64 { return float64(s.SeriesCellBytes) })),
+		seriesMemory("open_chunks", stat(func(s head.Stats) float64 { return float64(s.OpenChunkBytes) })),
+		seriesMemory("label_ids", stat(func(s head.Stats) float64 { return float64(s.LabelIDBytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strata_head_min_time_seconds",
 			Help: "Oldest sample time the in-memory head may hold (older data is in blocks); 0 while it is empty.",
@@ -126,7 +129,18 @@ func registerStoreMetrics(reg prometheus.Registerer, store *db.DB) {
 			}
 			return 0
 		}),
+		newResidentCollector("/proc/self/status"),
 	)
+}
+
+// seriesMemory is one part of strata_head_series_memory_bytes, which
+// they add up to.
+func seriesMemory(part string, f func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "strata_head_series_memory_bytes",
+		Help:        "Memory the head holds for its series outside the Go heap, by part: the series themselves, the newest bytes of their open chunks, their label ids.",
+		ConstLabels: prometheus.Labels{"part": part},
+	}, f)
 }
 
 // httpMetrics times requests by handler and status code.
