@@ -2,7 +2,6 @@ package bucket
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"fmt"
 	"io"
@@ -11,13 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/thanos-io/objstore"
 
 	"github.com/strata-db/strata/internal/block"
+	"github.com/strata-db/strata/internal/lru"
 )
 
 // remoteFiles reads a block of a bucket (block.Files): meta.json from
@@ -163,53 +162,25 @@ type pageKey struct {
 	idx  int64
 }
 
-// pageCache holds the chunk pages read last, up to a number of bytes:
-// an LRU list under one lock.
+// pageCache holds the chunk pages read last, up to a number of bytes,
+// counting its lookups.
 type pageCache struct {
 	hits, misses prometheus.Counter
-
-	mu    sync.Mutex
-	limit int64
-	size  int64
-	order *list.List // of *pageEntry, most recent first
-	byKey map[pageKey]*list.Element
-}
-
-type pageEntry struct {
-	key  pageKey
-	data []byte
+	pages        *lru.Cache[pageKey, []byte]
 }
 
 func newPageCache(limit int64, hits, misses prometheus.Counter) *pageCache {
-	return &pageCache{hits: hits, misses: misses, limit: limit, order: list.New(), byKey: map[pageKey]*list.Element{}}
+	return &pageCache{hits: hits, misses: misses, pages: lru.New[pageKey](limit, func(b []byte) int64 { return int64(len(b)) })}
 }
 
 func (c *pageCache) get(k pageKey) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.byKey[k]
-	if !ok {
+	b, ok := c.pages.Get(k)
+	if ok {
+		c.hits.Inc()
+	} else {
 		c.misses.Inc()
-		return nil, false
 	}
-	c.hits.Inc()
-	c.order.MoveToFront(e)
-	return e.Value.(*pageEntry).data, true
+	return b, ok
 }
 
-func (c *pageCache) put(k pageKey, b []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[k]; ok || int64(len(b)) > c.limit {
-		return
-	}
-	c.byKey[k] = c.order.PushFront(&pageEntry{key: k, data: b})
-	c.size += int64(len(b))
-	for c.size > c.limit {
-		e := c.order.Back()
-		pe := e.Value.(*pageEntry)
-		c.order.Remove(e)
-		delete(c.byKey, pe.key)
-		c.size -= int64(len(pe.data))
-	}
-}
+func (c *pageCache) put(k pageKey, b []byte) { c.pages.Add(k, b) }

@@ -309,8 +309,8 @@ func TestPageCacheBound(t *testing.T) {
 	for i := range 5 {
 		c.put(pageKey{"x", int64(i)}, make([]byte, pageSize))
 	}
-	if c.size != 3*pageSize || len(c.byKey) != 3 {
-		t.Fatalf("cache of %d bytes, %d pages", c.size, len(c.byKey))
+	if c.pages.Size() != 3*pageSize {
+		t.Fatalf("cache of %d bytes, want %d", c.pages.Size(), 3*pageSize)
 	}
 	for i := range 5 {
 		if _, ok := c.get(pageKey{"x", int64(i)}); ok != (i >= 2) {

@@ -1,10 +1,8 @@
 package storeapi
 
 import (
-	"container/list"
 	"hash/crc32"
 	"math"
-	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -13,6 +11,7 @@ import (
 	"github.com/thanos-io/thanos/pkg/store/storepb"
 
 	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/lru"
 )
 
 // Cache keeps stored chunks encoded into Prometheus' chunks, up to a
@@ -32,12 +31,7 @@ import (
 // merge's source) is kept once.
 type Cache struct {
 	hits, misses prometheus.Counter
-
-	mu    sync.Mutex
-	limit int64
-	size  int64
-	order *list.List // of *cacheEntry, most recent first
-	byKey map[uint64]*list.Element
+	entries      *lru.Cache[uint64, *cacheEntry]
 }
 
 // cacheEntry is a stored chunk, told by its key, sum, length and
@@ -76,54 +70,24 @@ func (e *cacheEntry) is(m chunkenc.Meta, sum uint32) bool {
 // NewCache returns a cache of at most limit bytes, counting its lookups
 // in hits and misses (either may be nil).
 func NewCache(limit int64, hits, misses prometheus.Counter) *Cache {
-	return &Cache{hits: hits, misses: misses, limit: limit, order: list.New(), byKey: map[uint64]*list.Element{}}
+	return &Cache{hits: hits, misses: misses, entries: lru.New[uint64](limit, (*cacheEntry).size)}
 }
 
 // Size returns the bytes the cache holds.
-func (c *Cache) Size() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.size
-}
+func (c *Cache) Size() int64 { return c.entries.Size() }
 
 func (c *Cache) get(key uint64, sum uint32, m chunkenc.Meta) (*cacheEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
-		if e := el.Value.(*cacheEntry); e.is(m, sum) {
-			c.order.MoveToFront(el)
-			count(c.hits)
-			return e, true
-		}
+	if e, ok := c.entries.Get(key); ok && e.is(m, sum) {
+		count(c.hits)
+		return e, true
 	}
 	count(c.misses)
 	return nil, false
 }
 
 // put adds e in place of any entry of its key, unless e alone is over
-// the limit, and drops the least recently used entries beyond it.
-func (c *Cache) put(e *cacheEntry) {
-	size := e.size()
-	if size > c.limit {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[e.key]; ok {
-		c.remove(el)
-	}
-	c.byKey[e.key] = c.order.PushFront(e)
-	c.size += size
-	for c.size > c.limit {
-		c.remove(c.order.Back())
-	}
-}
-
-func (c *Cache) remove(el *list.Element) {
-	e := c.order.Remove(el).(*cacheEntry)
-	delete(c.byKey, e.key)
-	c.size -= e.size()
-}
+// the cache's limit.
+func (c *Cache) put(e *cacheEntry) { c.entries.Add(e.key, e) }
 
 func count(c prometheus.Counter) {
 	if c != nil {
