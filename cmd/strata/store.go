@@ -57,7 +57,7 @@ func parseStoreFlags(args []string, stderr io.Writer) (server.StoreConfig, slog.
 	fs.StringVar(&cfg.StoreAPIAddress, "grpc.listen-address", cfg.StoreAPIAddress, "address to serve Thanos' StoreAPI on, for a Thanos Querier")
 	fs.DurationVar(&cfg.SyncInterval, "sync-interval", cfg.SyncInterval, "how often the bucket is listed for blocks added or deleted")
 	cacheSize := fs.String("store.cache-size", "512MB", "most bytes of chunk pages kept in memory (units B, KB, MB, GB, base 2)")
-	encodedSize := fs.String("store.encoded-cache-size", "256MB", "most bytes of chunks re-encoded for the StoreAPI kept in memory, with the stored chunks they came from (units as --store.cache-size; 0 encodes every request's chunks anew)")
+	encodedSize := fs.String("store.encoded-cache-size", "256MB", "most bytes of chunks re-encoded for the StoreAPI kept in memory (units as --store.cache-size; 0 encodes every request's chunks anew)")
 	fs.IntVar(&cfg.StoreAPILimits.MaxSeries, "store.limits.request-series", 0, "most series a StoreAPI Series request may select; more is refused with ResourceExhausted (0: no limit)")
 	fs.IntVar(&cfg.StoreAPILimits.MaxChunks, "store.limits.request-chunks", 0, "most chunks a StoreAPI Series request may send (0: no limit)")
 	fs.StringVar(&cfg.WebConfigFile, "web.config.file", "", "TLS, client certificates and basic auth users in Prometheus' web configuration format, for HTTP and the StoreAPI")
