@@ -152,7 +152,7 @@ func (s encodedSeries) appendCached(dst []storepb.AggrChunk, raws []storepb.Chun
 // Prometheus' chunks, as encode cuts them, copied into one cache entry.
 func (c *chunkSet) encodeStored(key uint64, sum uint32, m chunkenc.Meta) (*cacheEntry, error) {
 	c.one = chunkenc.Series{Chunks: append(c.one.Chunks[:0], m), MinT: math.MinInt64, MaxT: math.MaxInt64}
-	chks, err := c.encode(&c.one, samplesPerChunk, pieceSpan(m))
+	chks, err := c.encode(&c.one, pieceSpan(m))
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ type encodedSeries struct {
 }
 
 func (s encodedSeries) Iterator(chunks.Iterator) chunks.Iterator {
-	chks, err := s.set.encode(s.Series, samplesPerChunk, 0)
+	chks, err := s.set.encode(s.Series, 0)
 	if err != nil {
 		return &errChunks{err: err}
 	}
@@ -112,9 +112,10 @@ const samplesPerChunk = 120
 
 // encode returns a series' samples as chunks of Prometheus' classic
 // kinds, a new chunk at every change of value type and after
-// samplesPerChunk samples, as Prometheus' encoder does; a histogram chunk
+// samplesPerChunk samples, as Prometheus' encoder does, and with span
+// not 0 at every multiple of span (see pieceSpan); a histogram chunk
 // that cannot take the next histogram is recoded or cut by its appender.
-func (c *chunkSet) encode(s storage.Series, perChunk int, span int64) ([]chunks.Meta, error) {
+func (c *chunkSet) encode(s storage.Series, span int64) ([]chunks.Meta, error) {
 	c.samples = s.Iterator(c.samples)
 	var (
 		out        []chunks.Meta
@@ -131,7 +132,7 @@ func (c *chunkSet) encode(s storage.Series, perChunk int, span int64) ([]chunks.
 		if span > 0 {
 			w = floorDiv(c.samples.AtT(), span)
 		}
-		if typ != last || n >= perChunk || w != window {
+		if typ != last || n >= samplesPerChunk || w != window {
 			window = w
 			if n > 0 {
 				out = append(out, chunks.Meta{Chunk: chk, MinTime: mint, MaxTime: maxt})
