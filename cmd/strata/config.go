@@ -93,7 +93,15 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&sc.DefaultSubqueryStep, "query.default-subquery-step", sc.DefaultSubqueryStep, "step of subqueries that do not give one")
 	fs.StringVar(&sc.QueryEngine, "query.engine", sc.QueryEngine, "how queries are evaluated: rollup (rate, increase, irate, delta, idelta, changes, resets and sum/avg/min/max/count_over_time over range vectors, and instant vector selectors, and their sum, avg, min, max, count and group, by strata (over all steps of a range query at once), the rest by Prometheus' engine, with the same answers) or prometheus (Prometheus' engine alone); queries asking for stats always run in Prometheus' engine")
 	var external stringList
-	fs.Var(&external, "external-label", "a label that identifies this server among others, name=value (may be repeated), as Prometheus' global.external_labels: shown in /api/v1/status/config for Thanos' sidecar and added to remote-read's series, not stored")
+	fs.Var(&external, "external-label", "a label that identifies this server among others, name=value (may be repeated), as Prometheus' global.external_labels: shown in /api/v1/status/config for Thanos' sidecar and added to remote-read's series and to alerts, not stored; --config.file's external labels win over these")
+	fs.StringVar(&sc.ConfigFile, "config.file", "", "configuration file in Prometheus' format: its rule_files and alerting sections are evaluated and sent to Alertmanagers, its global section gives the evaluation interval and external labels, its storage and otlp sections win over the flags; reloaded on SIGHUP and, with --web.enable-lifecycle, POST /-/reload; empty: none")
+	fs.BoolVar(&sc.EnableLifecycle, "web.enable-lifecycle", false, "serve POST /-/reload, which reloads --config.file, as Prometheus does")
+	fs.StringVar(&sc.ExternalURL, "web.external-url", "", "the URL users reach strata at (behind a proxy, say), for the links alerts carry back to it; default http://<hostname>:<port>/")
+	ro := &sc.Rules
+	fs.DurationVar(&ro.OutageTolerance, "rules.alert.for-outage-tolerance", ro.OutageTolerance, "longest outage after which the `for` state of alerts is still restored at start")
+	fs.DurationVar(&ro.ForGracePeriod, "rules.alert.for-grace-period", ro.ForGracePeriod, "least time left of an alert's `for` when it is restored at start, so that an alert does not fire at once after a restart")
+	fs.DurationVar(&ro.ResendDelay, "rules.alert.resend-delay", ro.ResendDelay, "how long to wait before sending a firing alert to Alertmanager again")
+	fs.IntVar(&ro.NotificationQueueCapacity, "alertmanager.notification-queue-capacity", ro.NotificationQueueCapacity, "most alerts waiting to be sent to Alertmanagers; the oldest are dropped beyond it")
 	var features stringList
 	fs.Var(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr, use-start-timestamps (may be repeated)")
 	if err := fs.Parse(args); err != nil {
@@ -187,6 +195,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--query.range-parallelism must be positive")
 	case sc.DefaultSubqueryStep <= 0:
 		return cfg, fmt.Errorf("--query.default-subquery-step must be positive")
+	case ro.NotificationQueueCapacity <= 0:
+		return cfg, fmt.Errorf("--alertmanager.notification-queue-capacity must be positive")
 	case sc.QueryEngine != server.QueryEngineRollup && sc.QueryEngine != server.QueryEnginePrometheus:
 		return cfg, fmt.Errorf("--query.engine %q: want %q or %q", sc.QueryEngine, server.QueryEngineRollup, server.QueryEnginePrometheus)
 	}

@@ -48,6 +48,24 @@ func setGC() {
 	}
 }
 
+// reloadOnHangup receives once for each SIGHUP, as Prometheus reloads
+// its configuration file on it; signals that come while a reload runs
+// make one more reload.
+func reloadOnHangup() <-chan struct{} {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	reload := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case reload <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return reload
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tsdb" {
 		os.Exit(runTSDB(os.Args[2:], os.Stdout, os.Stderr))
@@ -87,6 +105,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cfg.server.Reload = reloadOnHangup()
 	if err := server.Run(ctx, cfg.server, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "strata:", err)
 		os.Exit(1)

@@ -71,11 +71,16 @@ type Options struct {
 	// to decide which Prometheus features it may use.
 	Version string
 	// Flags are the command line's flags with their values, for
-	// /api/v1/status/flags; Config the configuration in effect, as
-	// Prometheus' configuration file would give it (YAML), for
-	// /api/v1/status/config.
-	Flags  map[string]string
-	Config string
+	// /api/v1/status/flags.
+	Flags map[string]string
+	// Config is the configuration in effect, for /api/v1/status/config
+	// and runtimeinfo; nil shows an empty configuration, loaded at
+	// StartTime.
+	Config ConfigSource
+	// Rules answers /api/v1/rules and /api/v1/alerts, Alertmanagers
+	// /api/v1/alertmanagers; nil answers with none.
+	Rules         RulesSource
+	Alertmanagers AlertmanagerSource
 	// StartTime and StorageRetention are reported by
 	// /api/v1/status/runtimeinfo; StorageRetention as Prometheus writes
 	// it ("15d", "15d or 512MiB").
@@ -106,8 +111,11 @@ type API struct {
 	tsdbStatus    TSDBStatusSource
 	buildInfo     buildInfo
 	flags         map[string]string
-	config        string
-	startTime     time.Time
+	config        ConfigSource
+	rules         RulesSource
+	// alertmanagerSource is Options.Alertmanagers.
+	alertmanagerSource AlertmanagerSource
+	startTime          time.Time
 	// storageRetention as runtimeinfo reports it.
 	storageRetention string
 	// rangeParallelism is Options.RangeParallelism; queries admits
@@ -133,7 +141,10 @@ func New(opts Options) *API {
 		buildInfo:     newBuildInfo(opts.Version),
 		flags:         opts.Flags,
 		config:        opts.Config,
-		startTime:     opts.StartTime.UTC(),
+		rules:         opts.Rules,
+
+		alertmanagerSource: opts.Alertmanagers,
+		startTime:          opts.StartTime.UTC(),
 
 		storageRetention: opts.StorageRetention,
 		rangeParallelism: opts.RangeParallelism,
@@ -150,6 +161,9 @@ func New(opts Options) *API {
 	}
 	if a.now == nil {
 		a.now = time.Now
+	}
+	if a.config == nil {
+		a.config = StaticConfig("", a.startTime)
 	}
 	return a
 }
@@ -177,9 +191,9 @@ func (a *API) Register(mux *http.ServeMux) {
 		{getPost, "/api/v1/parse_query", a.parseQuery},
 		{getOnly, "/api/v1/targets", noTargets},
 		{getOnly, "/api/v1/targets/metadata", noTargetMetadata},
-		{getOnly, "/api/v1/rules", noRules},
-		{getOnly, "/api/v1/alerts", noAlerts},
-		{getOnly, "/api/v1/alertmanagers", noAlertmanagers},
+		{getOnly, "/api/v1/rules", a.rulesList},
+		{getOnly, "/api/v1/alerts", a.alerts},
+		{getOnly, "/api/v1/alertmanagers", a.alertmanagers},
 		{getOnly, "/api/v1/status/tsdb", a.serveTSDBStatus},
 		{getOnly, "/api/v1/metadata", a.metricMetadata},
 		{getPost, "/api/v1/query_exemplars", a.queryExemplars},

@@ -235,7 +235,7 @@ func goldenCases() []goldenCase {
 			},
 		}}
 	}
-	return []goldenCase{
+	return append(rulesGoldenCases(), []goldenCase{
 		// Exemplars.
 		{name: "exemplars", path: "/api/v1/query_exemplars", query: q("query", `histogram_quantile(0.9, rate(rpc_duration_seconds_bucket{job="api"}[5m]))`, "start", "0", "end", "300"), opts: withExemplars, status: 200},
 		{name: "exemplars_time_range", path: "/api/v1/query_exemplars", query: q("query", "rpc_duration_seconds_bucket", "start", "150", "end", "300"), opts: withExemplars, status: 200},
@@ -365,14 +365,14 @@ func goldenCases() []goldenCase {
 		// Build info.
 		{name: "buildinfo", path: "/api/v1/status/buildinfo", status: 200},
 
-		// Server status, and the scrape and rule machinery strata has not.
+		// Server status, and the scrape machinery strata has not.
 		{name: "flags", path: "/api/v1/status/flags", opts: func(o *Options) {
 			o.Flags = map[string]string{"listen-address": ":9201", "storage.out-of-order-window": "30m", "query.timeout": "2m"}
 		}, status: 200},
 		{name: "flags_none", path: "/api/v1/status/flags", status: 200},
 		{name: "flags_post_not_allowed", method: "POST", path: "/api/v1/status/flags", status: 405},
 		{name: "config", path: "/api/v1/status/config", opts: func(o *Options) {
-			o.Config = "storage:\n  tsdb:\n    out_of_order_time_window: 30m\n"
+			o.Config = StaticConfig("storage:\n  tsdb:\n    out_of_order_time_window: 30m\n", time.Unix(300, 0))
 		}, status: 200},
 		{name: "format_query", path: "/api/v1/format_query", query: q("query", `sum(rate(x{a="<b>"}[5m]))by(job)`), status: 200},
 		{name: "format_query_post", method: "POST", path: "/api/v1/format_query", form: q("query", "foo/bar"), status: 200},
@@ -382,9 +382,6 @@ func goldenCases() []goldenCase {
 		{name: "parse_query_bad", path: "/api/v1/parse_query", query: q("query", "sum("), status: 400},
 		{name: "targets", path: "/api/v1/targets", status: 200},
 		{name: "targets_metadata", path: "/api/v1/targets/metadata", status: 200},
-		{name: "rules", path: "/api/v1/rules", status: 200},
-		{name: "alerts", path: "/api/v1/alerts", status: 200},
-		{name: "alertmanagers", path: "/api/v1/alertmanagers", status: 200},
 
 		// TSDB status.
 		{name: "tsdb_status", path: "/api/v1/status/tsdb", opts: withTSDBStatus, status: 200},
@@ -400,7 +397,7 @@ func goldenCases() []goldenCase {
 		{name: "query_range_method_not_allowed", method: "PUT", path: "/api/v1/query_range", status: 405},
 		{name: "label_values_post_not_allowed", method: "POST", path: "/api/v1/label/job/values", status: 405},
 		{name: "buildinfo_post_not_allowed", method: "POST", path: "/api/v1/status/buildinfo", status: 405},
-	}
+	}...)
 }
 
 // TestGolden sends each request and compares status, content type and

@@ -10,11 +10,40 @@ import (
 )
 
 // The status endpoints that describe the server (its flags, its
-// configuration, its runtime) and the endpoints of Prometheus' rule and
-// scrape machinery, which strata does not have: those answer with the
-// empty lists a Prometheus with no targets and no rules answers with, so
-// that Grafana's and Prometheus' UI probes find what they expect. The
-// shapes are Prometheus' (web/api/v1), field for field.
+// configuration, its runtime) and the endpoints of Prometheus' scrape
+// machinery, which strata does not have: those answer with the empty
+// lists a Prometheus with no targets answers with, so that Grafana's and
+// Prometheus' UI probes find what they expect. The shapes are
+// Prometheus' (web/api/v1), field for field.
+
+// ConfigSource is the configuration in effect.
+type ConfigSource interface {
+	// ConfigStatus returns the configuration in effect and how its
+	// last load or reload went.
+	ConfigStatus() ConfigStatus
+}
+
+// ConfigStatus is what /api/v1/status/config and runtimeinfo show of the
+// configuration.
+type ConfigStatus struct {
+	// YAML is the configuration in effect, in the shape of Prometheus'
+	// configuration file.
+	YAML string
+	// ReloadSuccess says whether the last load or reload succeeded;
+	// LoadedAt is when the configuration in effect was loaded.
+	ReloadSuccess bool
+	LoadedAt      time.Time
+}
+
+// StaticConfig is a configuration that is never reloaded: yaml, loaded
+// at loadedAt.
+func StaticConfig(yaml string, loadedAt time.Time) ConfigSource {
+	return staticConfig{YAML: yaml, ReloadSuccess: true, LoadedAt: loadedAt}
+}
+
+type staticConfig ConfigStatus
+
+func (c staticConfig) ConfigStatus() ConfigStatus { return ConfigStatus(c) }
 
 // jsonData is data encoded by encoding/json: for the small, rarely
 // requested status answers, whose shapes are Prometheus' structs.
@@ -51,15 +80,14 @@ func (a *API) serveRuntimeInfo(*http.Request) result {
 	if err != nil {
 		host = "<error retrieving hostname>"
 	}
-	// strata reads no configuration file: its configuration is its
-	// flags, loaded once, successfully, at start.
+	cs := a.config.ConfigStatus()
 	return result{data: jsonData{runtimeInfo{
 		StartTime:           a.startTime,
 		CWD:                 cwd,
 		Hostname:            host,
 		ServerTime:          a.now().UTC(),
-		ReloadConfigSuccess: true,
-		LastConfigTime:      a.startTime.Truncate(time.Second), // as Prometheus keeps it
+		ReloadConfigSuccess: cs.ReloadSuccess,
+		LastConfigTime:      cs.LoadedAt.UTC().Truncate(time.Second), // as Prometheus keeps it
 		GoroutineCount:      runtime.NumGoroutine(),
 		GOMAXPROCS:          runtime.GOMAXPROCS(0),
 		GOMEMLIMIT:          debug.SetMemoryLimit(-1),
@@ -83,7 +111,7 @@ func (a *API) serveFlags(*http.Request) result {
 func (a *API) serveConfig(*http.Request) result {
 	return result{data: jsonData{struct {
 		YAML string `json:"yaml"`
-	}{a.config}}}
+	}{a.config.ConfigStatus().YAML}}}
 }
 
 // formatQuery answers /api/v1/format_query: the query pretty-printed.
@@ -107,15 +135,5 @@ var (
 		DroppedTargets      []struct{}     `json:"droppedTargets"`
 		DroppedTargetCounts map[string]int `json:"droppedTargetCounts"`
 	}{[]struct{}{}, []struct{}{}, map[string]int{}})
-	noRules = emptyAnswer(struct {
-		Groups []struct{} `json:"groups"`
-	}{[]struct{}{}})
-	noAlerts = emptyAnswer(struct {
-		Alerts []struct{} `json:"alerts"`
-	}{[]struct{}{}})
-	noAlertmanagers = emptyAnswer(struct {
-		Active  []struct{} `json:"activeAlertmanagers"`
-		Dropped []struct{} `json:"droppedAlertmanagers"`
-	}{[]struct{}{}, []struct{}{}})
 	noTargetMetadata = emptyAnswer([]struct{}{})
 )

@@ -11,32 +11,37 @@ import (
 	"go.yaml.in/yaml/v2"
 )
 
-// effectiveConfig is what /api/v1/status/config shows: the parts of
-// Prometheus' configuration file strata honours, with the values its
-// flags gave them, in the file's own shape.
+// effectiveConfig is what /api/v1/status/config shows without a
+// configuration file: the parts of Prometheus' configuration file strata
+// honours, with the values its flags gave them, in the file's own shape.
 func effectiveConfig(cfg Config) (string, error) {
-	retention := &config.TSDBRetentionConfig{Time: model.Duration(cfg.RetentionTime), Size: units.Base2Bytes(cfg.RetentionSize)}
 	c := struct {
 		Global  global               `yaml:"global,omitempty"`
 		Storage config.StorageConfig `yaml:"storage"`
 		OTLP    config.OTLPConfig    `yaml:"otlp"`
 	}{
-		Global: global{ExternalLabels: cfg.ExternalLabels},
-		Storage: config.StorageConfig{
-			TSDBConfig: &config.TSDBConfig{
-				OutOfOrderTimeWindow:     cfg.OutOfOrderWindow.Milliseconds(),
-				OutOfOrderTimeWindowFlag: model.Duration(cfg.OutOfOrderWindow),
-				Retention:                retention,
-			},
-			ExemplarsConfig: &config.ExemplarsConfig{MaxExemplars: int64(cfg.MaxExemplars)},
-		},
-		OTLP: cfg.OTLP.Translation,
+		Global:  global{ExternalLabels: cfg.ExternalLabels},
+		Storage: storageConfig(cfg),
+		OTLP:    cfg.OTLP.Translation,
 	}
 	b, err := yaml.Marshal(c)
 	if err != nil {
 		return "", fmt.Errorf("encode the configuration: %w", err)
 	}
 	return string(b), nil
+}
+
+// storageConfig is the storage section of Prometheus' configuration
+// file that gives what cfg does.
+func storageConfig(cfg Config) config.StorageConfig {
+	return config.StorageConfig{
+		TSDBConfig: &config.TSDBConfig{
+			OutOfOrderTimeWindow:     cfg.OutOfOrderWindow.Milliseconds(),
+			OutOfOrderTimeWindowFlag: model.Duration(cfg.OutOfOrderWindow),
+			Retention:                &config.TSDBRetentionConfig{Time: model.Duration(cfg.RetentionTime), Size: units.Base2Bytes(cfg.RetentionSize)},
+		},
+		ExemplarsConfig: &config.ExemplarsConfig{MaxExemplars: int64(cfg.MaxExemplars)},
+	}
 }
 
 // global is the part of the file's global section strata honours.

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -33,6 +34,7 @@ import (
 	"github.com/strata-db/strata/internal/ingest/otlp"
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
 	"github.com/strata-db/strata/internal/rollup"
+	"github.com/strata-db/strata/internal/rules"
 	"github.com/strata-db/strata/internal/storeapi"
 	"github.com/strata-db/strata/internal/ui"
 	"github.com/strata-db/strata/internal/wal"
@@ -122,8 +124,27 @@ type Config struct {
 	// ExternalLabels identify this server among others, as Prometheus'
 	// global.external_labels: shown in /api/v1/status/config, where
 	// Thanos' sidecar reads them, and added to the series remote-read
-	// returns. They are not stored with the series.
+	// returns and to alerts. They are not stored with the series. A
+	// configuration file's external labels are added to them.
 	ExternalLabels labels.Labels
+
+	// ConfigFile is a configuration file in Prometheus' format, whose
+	// rule_files, alerting, global, storage and otlp sections strata
+	// applies (see configfile.go); empty: none.
+	ConfigFile string
+	// Reload, if not nil, reloads the configuration file each time it
+	// receives (cmd/strata sends on SIGHUP).
+	Reload <-chan struct{}
+	// EnableLifecycle serves POST /-/reload, as Prometheus'
+	// --web.enable-lifecycle.
+	EnableLifecycle bool
+	// ExternalURL is the URL users reach the server at, for the links
+	// alerts carry back to it; empty means http://<hostname>:<port>/,
+	// as Prometheus makes it.
+	ExternalURL string
+	// Rules bounds the rule manager and alert sending; its storage and
+	// engine fields are the server's own and are ignored.
+	Rules rules.Options
 }
 
 // DefaultConfig returns the configuration of a server started without
@@ -154,6 +175,7 @@ func DefaultConfig() Config {
 		QueryEngine:           QueryEngineRollup,
 		RemoteRead:            DefaultRemoteReadLimits(),
 		ResponseCompression:   true,
+		Rules:                 rules.DefaultOptions(),
 	}
 }
 
@@ -173,7 +195,21 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	flagsCfg := cfg
+	var fileConf *config.Config
+	if cfg.ConfigFile != "" {
+		var err error
+		if fileConf, err = loadConfigFile(cfg.ConfigFile, &cfg, logger); err != nil {
+			return err
+		}
+		// One set of external labels: the flags' with the file's.
+		fileConf.GlobalConfig.ExternalLabels = cfg.ExternalLabels
+	}
 	effective, err := effectiveConfig(cfg)
+	if err != nil {
+		return err
+	}
+	externalURL, err := computeExternalURL(cfg.ExternalURL, cfg.ListenAddress)
 	if err != nil {
 		return err
 	}
@@ -282,8 +318,8 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	otlpOpts.Logger = logger.With("component", "otlp")
 	otlpOpts.Metrics = ingestMetrics.ForReceiver("otlp")
 	otlpOpts.RateLimiter = limiter
-	otlpReceiver, err := otlp.NewHandler(store, otlpOpts)
-	if err != nil {
+	// closeAll undoes what is open so far, when the start fails.
+	closeAll := func() {
 		ln.Close()
 		if grpcLn != nil {
 			grpcLn.Close()
@@ -292,6 +328,10 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 			storeLn.Close()
 		}
 		store.Close()
+	}
+	otlpReceiver, err := otlp.NewHandler(store, otlpOpts)
+	if err != nil {
+		closeAll()
 		return fmt.Errorf("OTLP receiver: %w", err)
 	}
 	defer otlpReceiver.Close()
@@ -307,8 +347,31 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		})
 	}
 
-	apiMux := http.NewServeMux()
-	api.New(api.Options{
+	ruleEngine := promql.QueryEngine(engine)
+	if rollupEngine != nil {
+		ruleEngine = rollupEngine
+	}
+	var configSource api.ConfigSource = api.StaticConfig(effective, start)
+	var evaluator *rules.Evaluator
+	var cf *configFile
+	if fileConf != nil {
+		ro := cfg.Rules
+		ro.Appendable, ro.Queryable, ro.Engine, ro.Parser = store, store, ruleEngine, promParser
+		ro.ExternalURL, ro.Logger, ro.Registerer = externalURL, logger, reg
+		if evaluator, err = rules.New(ro); err == nil {
+			err = evaluator.ApplyConfig(fileConf)
+		}
+		if err != nil {
+			if evaluator != nil {
+				evaluator.Stop()
+			}
+			closeAll()
+			return fmt.Errorf("couldn't load configuration (--config.file=%q): %w", cfg.ConfigFile, err)
+		}
+		cf = newConfigFile(cfg.ConfigFile, flagsCfg, cfg, fileConf, evaluator, logger.With("component", "config"), reg)
+		configSource = cf
+	}
+	apiOpts := api.Options{
 		Engine:        engine,
 		Rollup:        rollupEngine,
 		Queryable:     store,
@@ -321,14 +384,19 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		TSDBStatus:    tsdbStatus{store},
 		Version:       cfg.Version,
 		Flags:         cfg.Flags,
-		Config:        effective,
+		Config:        configSource,
 		StartTime:     start,
 
 		RangeParallelism:     cfg.QueryRangeParallelism,
 		MaxConcurrentQueries: cfg.QueryMaxConcurrency,
 
 		StorageRetention: retentionString(cfg.RetentionTime, cfg.RetentionSize),
-	}).Register(apiMux)
+	}
+	if evaluator != nil {
+		apiOpts.Rules, apiOpts.Alertmanagers = evaluator, evaluator
+	}
+	apiMux := http.NewServeMux()
+	api.New(apiOpts).Register(apiMux)
 	compress, err := responseCompression(cfg.ResponseCompression)
 	if err != nil {
 		return err
@@ -349,6 +417,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		}
 		fmt.Fprintln(w, "strata is ready.")
 	})
+	handleReload(mux, cfg.EnableLifecycle, cf)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// Go's profiles, as Prometheus serves them, for finding where CPU
 	// and memory go in a running server.
@@ -413,6 +482,10 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 			}()
 			stopShipper = func() { stopShipping(); <-shipped }
 		}
+		if cf != nil {
+			cf.run()
+			go reloadOn(ctx, cfg.Reload, cf)
+		}
 		select {
 		case <-ctx.Done():
 		case err := <-serveErr:
@@ -431,6 +504,10 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	}
 	if storeSrv != nil {
 		stopGRPC(shutdownCtx, storeSrv)
+	}
+	if evaluator != nil {
+		// A group being evaluated commits its results first.
+		evaluator.Stop()
 	}
 	stopShipper()
 	if err := store.Close(); err != nil && runErr == nil {
