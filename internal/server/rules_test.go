@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 )
@@ -416,5 +417,54 @@ scrape_configs:
 		if !strings.Contains(y, want) {
 			t.Errorf("effective configuration lacks %q:\n%s", want, y)
 		}
+	}
+}
+
+// TestUIRulesInBrowser opens the Alerts and Rules pages over a server
+// evaluating testRuleFile: the firing alert with its labels and
+// annotation, and both rules with their health.
+func TestUIRulesInBrowser(t *testing.T) {
+	exe := browser(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"x.rules.yml": testRuleFile,
+		"strata.yml":  fmt.Sprintf("rule_files: [%q]\n", filepath.Join(dir, "x.rules.yml")),
+	})
+	base := startServer(t, func(c *Config) { c.ConfigFile = filepath.Join(dir, "strata.yml") })
+	writeX(t, base, 10)
+	pollQuery(t, base, `ALERTS{alertname="XHigh"}`, `"alertstate":"firing"`)
+	ctx, problems := openBrowser(t, exe)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/#alerts"),
+		chromedp.WaitVisible(chromedp.CSS("#alerts-rules tr.rule-firing")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	alerts, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("page-alerts")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Firing: 1", "XHigh (firing, 1 active", `instance="i"`, `severity="page"`, `summary="x is 10 on i"`, "x > 5"} {
+		if !strings.Contains(alerts, want) {
+			t.Errorf("alerts page lacks %q:\n%s", want, alerts)
+		}
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/#rules"),
+		chromedp.WaitVisible(chromedp.CSS("#rules-groups table.rules")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("page-rules")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"test (" + filepath.Join(dir, "x.rules.yml") + "), every 0.1s", "record: job:x:sum", "sum by (job) (x)", "alert: XHigh", "ok"} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("rules page lacks %q:\n%s", want, rules)
+		}
+	}
+	for _, p := range problems() {
+		t.Error(p)
 	}
 }

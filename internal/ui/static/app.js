@@ -36,7 +36,7 @@ function seriesName(metric) {
 
 // --- pages
 
-const loaders = { query: () => {}, cardinality: loadCardinality, status: loadStatus };
+const loaders = { query: () => {}, alerts: loadAlerts, rules: loadRules, cardinality: loadCardinality, status: loadStatus };
 
 function showPage() {
   const page = (location.hash || "#query").slice(1);
@@ -258,6 +258,74 @@ function onKey(e) {
   }
 }
 
+// --- alerts and rules, from /api/v1/rules as Prometheus' UI reads them
+
+function labelText(ls) {
+  return Object.keys(ls || {}).sort().map((k) => k + "=" + JSON.stringify(ls[k])).join(", ");
+}
+
+function since(t) {
+  if (!t || t.startsWith("0001-")) return "never";
+  const s = Math.round((Date.now() - new Date(t).getTime()) / 1000);
+  return new Date(t).toISOString() + " (" + s + "s ago)";
+}
+
+async function loadAlerts() {
+  const tb = $("alerts-rules").tBodies[0];
+  try {
+    const groups = (await api("api/v1/rules", { type: "alert" })).data.groups;
+    clear(tb);
+    const counts = { firing: 0, pending: 0, inactive: 0 };
+    for (const g of groups) {
+      for (const r of g.rules) {
+        counts[r.state] = (counts[r.state] || 0) + 1;
+        const tr = tb.insertRow();
+        tr.className = "rule-" + r.state;
+        const head = tr.insertCell();
+        head.colSpan = 6;
+        head.appendChild(text(r.name + " (" + r.state + ", " + r.alerts.length + " active; " +
+          g.file + " > " + g.name + "): " + r.query + (r.duration ? " for " + r.duration + "s" : "") +
+          (r.lastError ? "; error: " + r.lastError : "")));
+        for (const a of r.alerts) {
+          row(tb, ["", a.state, labelText(a.labels), since(a.activeAt), a.value, labelText(a.annotations)]);
+        }
+      }
+    }
+    $("alerts-info").textContent = groups.length
+      ? "Firing: " + counts.firing + ", pending: " + counts.pending + ", inactive: " + counts.inactive
+      : "No alerting rules: give strata a configuration file (--config.file) with rule_files.";
+  } catch (e) {
+    $("alerts-info").textContent = "Alerts unavailable: " + e.message;
+  }
+}
+
+async function loadRules() {
+  const box = $("rules-groups");
+  try {
+    const groups = (await api("api/v1/rules")).data.groups;
+    clear(box);
+    for (const g of groups) {
+      const h = document.createElement("h3");
+      h.appendChild(text(g.name + " (" + g.file + "), every " + g.interval + "s; last evaluation " +
+        since(g.lastEvaluation) + ", took " + g.evaluationTime.toFixed(6) + "s"));
+      box.appendChild(h);
+      const table = document.createElement("table");
+      table.className = "rules";
+      const tb = table.createTBody();
+      row(tb, ["Rule", "Query", "Health", "Last error", "Last evaluation", "Took (s)"]);
+      for (const r of g.rules) {
+        row(tb, [(r.type === "alerting" ? "alert: " : "record: ") + r.name, r.query, r.health,
+          r.lastError || "", since(r.lastEvaluation), r.evaluationTime.toFixed(6)]);
+      }
+      box.appendChild(table);
+    }
+    $("rules-info").textContent = groups.length ? groups.length + " groups"
+      : "No rules: give strata a configuration file (--config.file) with rule_files.";
+  } catch (e) {
+    $("rules-info").textContent = "Rules unavailable: " + e.message;
+  }
+}
+
 // --- cardinality
 
 async function loadCardinality() {
@@ -293,6 +361,7 @@ async function loadStatus() {
     kv("status-build", (await api("api/v1/status/buildinfo")).data);
     kv("status-runtime", (await api("api/v1/status/runtimeinfo")).data);
     kv("status-flags", (await api("api/v1/status/flags")).data);
+    $("status-config").textContent = (await api("api/v1/status/config")).data.yaml;
     const ready = await fetch("-/ready");
     const head = (await api("api/v1/status/tsdb", { limit: 1 })).data.headStats || {};
     const store = {
