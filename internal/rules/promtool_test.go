@@ -192,7 +192,9 @@ type ruleSide struct {
 	manager    *promrules.Manager
 }
 
-// engineOpts are promtool's for rule unit tests.
+// engineOpts are promtool's for rule unit tests, but for delayed name
+// removal, which strata's server leaves off by default, as Prometheus
+// does, and with which the rollup engine steps aside.
 func engineOpts(interval time.Duration) promql.EngineOpts {
 	return promql.EngineOpts{
 		MaxSamples:               50000000,
@@ -200,11 +202,10 @@ func engineOpts(interval time.Duration) promql.EngineOpts {
 		NoStepSubqueryIntervalFn: func(int64) int64 { return interval.Milliseconds() },
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
-		EnableDelayedNameRemoval: true,
 	}
 }
 
-func newStrataSide(t *testing.T, interval time.Duration) *ruleSide {
+func newStrataSide(t testing.TB, interval time.Duration) *ruleSide {
 	opts := db.DefaultOptions()
 	opts.Dir = "data"
 	opts.FS = crashfs.New()
@@ -227,7 +228,7 @@ func newStrataSide(t *testing.T, interval time.Duration) *ruleSide {
 	}
 }
 
-func newPrometheusSide(t *testing.T, interval time.Duration) *ruleSide {
+func newPrometheusSide(t testing.TB, interval time.Duration) *ruleSide {
 	s := teststorage.New(t)
 	return &ruleSide{appendable: s, queryable: s, engine: promql.NewEngine(engineOpts(interval))}
 }
