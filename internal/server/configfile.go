@@ -58,6 +58,9 @@ func warnUnsupported(conf *config.Config, logger *slog.Logger) {
 	if conf.TracingConfig.Endpoint != "" {
 		ignored = append(ignored, "tracing")
 	}
+	if conf.Runtime.GoGC != config.DefaultRuntimeConfig.GoGC {
+		ignored = append(ignored, "runtime.gogc")
+	}
 	if len(ignored) > 0 {
 		logger.Warn("configuration file sections strata does not act on are ignored", "sections", ignored)
 	}
@@ -140,14 +143,15 @@ type configFile struct {
 }
 
 func newConfigFile(path string, flags, start Config, conf *config.Config, evaluator *rules.Evaluator, logger *slog.Logger, reg prometheus.Registerer) *configFile {
+	// Prometheus' names, which its mixin's alerts and dashboards watch.
 	c := &configFile{
 		path: path, logger: logger, evaluator: evaluator, start: start, flags: flags,
 		success: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "strata_config_last_reload_successful",
+			Name: "prometheus_config_last_reload_successful",
 			Help: "Whether the last load of the configuration file succeeded.",
 		}),
 		successTime: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "strata_config_last_reload_success_timestamp_seconds",
+			Name: "prometheus_config_last_reload_success_timestamp_seconds",
 			Help: "When the configuration file was last loaded successfully.",
 		}),
 	}
@@ -226,9 +230,12 @@ func (c *configFile) apply() error {
 }
 
 // effectiveFileConfig is conf as /api/v1/status/config shows it: with
-// the external labels, storage and otlp sections strata runs with.
+// the external labels, storage and otlp sections strata runs with, and
+// without the runtime section, which strata does not apply (its
+// collector's target is its own, or the GOGC environment variable's).
 func effectiveFileConfig(conf *config.Config, cfg Config) string {
 	c := *conf
+	c.Runtime = config.RuntimeConfig{}
 	c.GlobalConfig.ExternalLabels = cfg.ExternalLabels
 	c.StorageConfig = storageConfig(cfg)
 	c.OTLPConfig = cfg.OTLP.Translation

@@ -290,8 +290,8 @@ func TestReload(t *testing.T) {
 	if runtimeOK() {
 		t.Error("runtimeinfo says the failed reload succeeded")
 	}
-	if _, m := get(t, base+"/metrics"); !bytes.Contains(m, []byte("strata_config_last_reload_successful 0")) {
-		t.Error("strata_config_last_reload_successful is not 0 after a failed reload")
+	if _, m := get(t, base+"/metrics"); !bytes.Contains(m, []byte("prometheus_config_last_reload_successful 0")) {
+		t.Error("prometheus_config_last_reload_successful is not 0 after a failed reload")
 	}
 
 	writeFiles(t, dir, map[string]string{"r.yml": rule("second")})
@@ -413,6 +413,9 @@ scrape_configs:
 		t.Errorf("a flag left at its default is logged as overridden:\n%s", logs.String())
 	}
 	y := effectiveFileConfig(conf, cfg)
+	if strings.Contains(y, "gogc") {
+		t.Errorf("effective configuration shows the runtime section strata does not apply:\n%s", y)
+	}
 	for _, want := range []string{"region: eu", "cluster: c", "out_of_order_time_window: 30m", "max_exemplars: 7", "- service.name", "job_name: x"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("effective configuration lacks %q:\n%s", want, y)
