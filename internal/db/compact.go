@@ -130,7 +130,7 @@ func (db *DB) compactHead(h *head.Head) error {
 	if r <= 0 {
 		return nil
 	}
-	lateDue := time.Since(db.lateWritten) >= time.Duration(r)*time.Millisecond ||
+	lateDue := db.opts.Now().Sub(db.lateWritten) >= time.Duration(r)*time.Millisecond ||
 		h.Stats().SamplesLate-db.lateMark >= lateBatch
 	compacted, late := false, false
 	for {
@@ -145,7 +145,7 @@ func (db *DB) compactHead(h *head.Head) error {
 		compacted = true
 	}
 	if late {
-		db.lateWritten, db.lateMark = time.Now(), h.Stats().SamplesLate
+		db.lateWritten, db.lateMark = db.opts.Now(), h.Stats().SamplesLate
 	}
 	if compacted {
 		// The WAL segments the block now holds go with the checkpoint.

@@ -81,6 +81,10 @@ type Options struct {
 	BlockWritten func()
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Now is the clock that says when late samples before the head's
+	// floor are due to be written (a block range after the last time);
+	// nil means time.Now. Tests whose block range is a second set it.
+	Now func() time.Time
 }
 
 // DefaultOptions returns the options strata runs with unless told
@@ -151,8 +155,11 @@ func Open(opts Options) *DB {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	db := &DB{opts: opts, fs: vfs.Or(opts.FS), logger: logger, ready: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}),
-		lateWritten: time.Now()}
+		lateWritten: opts.Now()}
 	go func() {
 		h, blocks, err := db.open()
 		db.mu.Lock()
