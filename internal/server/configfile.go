@@ -46,8 +46,11 @@ func loadConfigFile(path string, cfg *Config, logger *slog.Logger) (*config.Conf
 // warnUnsupported names the sections of conf strata does not act on.
 func warnUnsupported(conf *config.Config, logger *slog.Logger) {
 	var ignored []string
-	if len(conf.ScrapeConfigs) > 0 || len(conf.ScrapeConfigFiles) > 0 {
-		ignored = append(ignored, "scrape_configs", "scrape_config_files")
+	if len(conf.ScrapeConfigs) > 0 {
+		ignored = append(ignored, "scrape_configs")
+	}
+	if len(conf.ScrapeConfigFiles) > 0 {
+		ignored = append(ignored, "scrape_config_files")
 	}
 	if len(conf.RemoteWriteConfigs) > 0 {
 		ignored = append(ignored, "remote_write")
@@ -186,8 +189,18 @@ func (c *configFile) run() {
 	c.running = true
 }
 
-// errNotRunning refuses a reload before the store has opened.
-var errNotRunning = errors.New("strata is still starting: the configuration can be reloaded once the store has opened")
+// stop stops the evaluator once no reload runs; reloads after it are
+// refused.
+func (c *configFile) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running = false
+	c.evaluator.Stop()
+}
+
+// errNotRunning refuses a reload before the store has opened or after
+// the server began to shut down.
+var errNotRunning = errors.New("strata is starting or stopping: the configuration can be reloaded while the store is open")
 
 // reload loads the file again and applies it. On an error, the
 // configuration in effect stays.

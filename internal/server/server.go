@@ -505,9 +505,10 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	if storeSrv != nil {
 		stopGRPC(shutdownCtx, storeSrv)
 	}
-	if evaluator != nil {
-		// A group being evaluated commits its results first.
-		evaluator.Stop()
+	if cf != nil {
+		// A reload running finishes first, and a group being
+		// evaluated commits its results.
+		cf.stop()
 	}
 	stopShipper()
 	if err := store.Close(); err != nil && runErr == nil {
