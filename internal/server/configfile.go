@@ -31,7 +31,9 @@ import (
 // the configuration in effect (see rules.Evaluator.ApplyConfig).
 
 // loadConfigFile loads path, applies what it sets of storage, otlp and
-// external labels to cfg, and warns of what strata does not act on.
+// external labels to cfg, and warns of what strata does not act on. The
+// configuration returned has cfg's external labels, the flags' with the
+// file's: one set for rules, alerts and the rest of the server.
 func loadConfigFile(path string, cfg *Config, logger *slog.Logger) (*config.Config, error) {
 	conf, err := config.LoadFile(path, false, logger)
 	if err != nil {
@@ -39,6 +41,7 @@ func loadConfigFile(path string, cfg *Config, logger *slog.Logger) (*config.Conf
 	}
 	warnUnsupported(conf, logger)
 	cfg.ExternalLabels = mergeExternalLabels(cfg.ExternalLabels, conf.GlobalConfig.ExternalLabels, logger)
+	conf.GlobalConfig.ExternalLabels = cfg.ExternalLabels
 	applyStorage(conf, cfg, logger)
 	return conf, nil
 }
@@ -234,7 +237,6 @@ func (c *configFile) apply() error {
 		after.MaxExemplars != c.start.MaxExemplars || !reflect.DeepEqual(after.OTLP.Translation, c.start.OTLP.Translation) {
 		c.logger.Warn("the storage and otlp sections changed: they take effect at the next start")
 	}
-	conf.GlobalConfig.ExternalLabels = after.ExternalLabels
 	if err := c.evaluator.ApplyConfig(conf); err != nil {
 		return fmt.Errorf("one or more errors occurred while applying the new configuration (--config.file=%q): %w", c.path, err)
 	}

@@ -202,8 +202,6 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		if fileConf, err = loadConfigFile(cfg.ConfigFile, &cfg, logger); err != nil {
 			return err
 		}
-		// One set of external labels: the flags' with the file's.
-		fileConf.GlobalConfig.ExternalLabels = cfg.ExternalLabels
 	}
 	effective, err := effectiveConfig(cfg)
 	if err != nil {
