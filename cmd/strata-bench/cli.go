@@ -21,6 +21,7 @@ workloads:
   replay   kill -9 a loaded server, restart it and time its way back; check no data was lost
   query    PromQL latency over loaded data
   disk     bytes on disk per sample after the server persisted everything
+  rules    CPU per round and group durations of 700 rules over live data
 
 A server is either launched from --server-cmd, with {addr}, {host}, {port}
 and {data} replaced, or already running at --url (ingest and query only).
@@ -37,7 +38,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	compare := false
 	if name == "compare" {
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			fmt.Fprintln(stderr, "strata-bench compare: name the workload first: compare ingest|replay|query|disk --server ...")
+			fmt.Fprintln(stderr, "strata-bench compare: name the workload first: compare ingest|replay|query|disk|rules --server ...")
 			return 2
 		}
 		compare = true
@@ -47,7 +48,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "ingest", "replay", "query", "disk":
+	case "ingest", "replay", "query", "disk", "rules":
 	default:
 		fmt.Fprintf(stderr, "strata-bench: unknown workload %q\n\n%s", name, usage)
 		return 2

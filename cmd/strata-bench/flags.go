@@ -27,6 +27,7 @@ type config struct {
 	// samples is the total a load writes (--samples).
 	samples    int64
 	iterations int
+	rules      run.RulesOptions // its Load is load's
 
 	jsonPath, reportDir string
 	workDir             string
@@ -72,6 +73,12 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 		cfg.load = run.QuickDiskOptions().Load
 	case name == "disk":
 		cfg.load = run.DefaultDiskOptions().Load
+	case name == "rules":
+		cfg.rules = run.DefaultRulesOptions()
+		if cfg.quick {
+			cfg.rules = run.QuickRulesOptions()
+		}
+		cfg.load = cfg.rules.Load
 	case name == "query":
 		q := run.DefaultQueryOptions()
 		if cfg.quick {
@@ -100,11 +107,11 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 	target := run.DefaultTarget()
 	var servers, writePaths serverList
 	if compare {
-		fs.Var(&servers, "server", "a server to compare, as name=command (repeat 2 or 3 times); the command's {addr}, {host}, {port} and {data} are replaced")
+		fs.Var(&servers, "server", "a server to compare, as name=command (repeat 2 or 3 times); the command's {addr}, {host}, {port}, {data} and {addr2} (a second free address) are replaced, and for rules {config} and {rules}")
 		fs.Var(&writePaths, "server-write-path", "a server's own write path, as name=path, where servers differ (OTLP: /v1/metrics on strata, /opentelemetry/v1/metrics on VictoriaMetrics, /api/v1/otlp/v1/metrics on Prometheus); the others use --write-path")
 		fs.IntVar(&cfg.rounds, "rounds", cfg.rounds, "rounds of running every server in turn; figures are medians")
 	} else {
-		fs.StringVar(&target.Command, "server-cmd", "", "launch the server with this command ({addr}, {host}, {port}, {data} are replaced; run directly, not by a shell)")
+		fs.StringVar(&target.Command, "server-cmd", "", "launch the server with this command ({addr}, {host}, {port}, {data} and {addr2}, a second free address, are replaced, and for rules {config} and {rules}; run directly, not by a shell)")
 		fs.StringVar(&target.Name, "name", "", "the server's name in reports (default: the command's program name, or \"server\")")
 		if name == "ingest" || name == "query" {
 			fs.StringVar(&target.WriteURL, "url", "", "remote-write URL of a running server on this machine, e.g. http://127.0.0.1:9201/api/v1/write")
@@ -145,6 +152,10 @@ func parse(name string, compare bool, args []string, stderr io.Writer) (*config,
 		fs.Int64Var(&cfg.samples, "samples", cfg.samples, "samples to load, spread evenly over --series")
 		if name == "query" {
 			fs.IntVar(&cfg.iterations, "iterations", cfg.iterations, "timed runs of each query")
+		}
+		if name == "rules" {
+			fs.DurationVar(&cfg.rules.Warmup, "warmup", cfg.rules.Warmup, "how long the server runs on live samples after the load before it is measured")
+			fs.DurationVar(&cfg.rules.Duration, "duration", cfg.rules.Duration, "how long the rule evaluation is measured")
 		}
 	}
 
@@ -268,6 +279,10 @@ func (cfg *config) workload() (run.Workload, error) {
 		return run.NewDisk(run.DiskOptions{Load: cfg.load})
 	case "query":
 		return run.NewQuery(run.QueryOptions{Load: cfg.load, Iterations: cfg.iterations})
+	case "rules":
+		o := cfg.rules
+		o.Load = cfg.load
+		return run.NewRules(o)
 	}
 	return nil, fmt.Errorf("unknown workload %q", cfg.name)
 }

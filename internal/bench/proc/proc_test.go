@@ -185,3 +185,53 @@ func TestMeanRSS(t *testing.T) {
 		t.Error("MeanRSS with no reading in range reported ok")
 	}
 }
+
+// TestProcessTree launches a server by a script that leaves a child
+// beside it, as vmalert beside VictoriaMetrics: the tree holds both,
+// their CPU and memory are summed, and Stop and Kill leave neither.
+func TestProcessTree(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	for _, end := range []string{"stop", "kill"} {
+		s, err := Start(StartOptions{Command: "sh -c 'sleep 60 & exec sleep 61'", DataDir: dir, LogPath: filepath.Join(dir, "log")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Kill() })
+		var tree []int
+		for deadline := time.Now().Add(10 * time.Second); len(tree) < 2 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			tree = Tree(s.Pid())
+		}
+		if len(tree) != 2 || tree[0] != s.Pid() {
+			t.Fatalf("Tree(%d) = %v, want the server and its child", s.Pid(), tree)
+		}
+		one, err := ReadMemory(tree[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := ReadTreeMemory(s.Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all.RSS <= one.RSS {
+			t.Fatalf("tree RSS %d, not more than the child's %d", all.RSS, one.RSS)
+		}
+		if _, err := ReadTreeCPU(s.Pid()); err != nil {
+			t.Fatal(err)
+		}
+		if end == "stop" {
+			err = s.Stop(10 * time.Second)
+		} else {
+			err = s.Kill()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", end, err)
+		}
+		if s.groupAlive() {
+			t.Fatalf("after %s, a process of the group still runs", end)
+		}
+	}
+}

@@ -112,3 +112,64 @@ func ResetPeak(pid int) error {
 	// "5" resets the peak RSS; see proc(5), /proc/pid/clear_refs.
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
+
+// Tree returns pid and its living descendants, parents before children.
+// A server launched by a script (vmalert beside VictoriaMetrics, say) is
+// the whole tree. Children are read from each thread's
+// /proc/<pid>/task/<tid>/children, since a Go program forks from any of
+// its threads; a process that exits meanwhile is left out.
+func Tree(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", out[i]))
+		if err != nil {
+			continue
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", out[i], task.Name()))
+			if err != nil {
+				continue
+			}
+			for f := range bytes.FieldsSeq(b) {
+				if c, err := strconv.Atoi(string(f)); err == nil {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ReadTreeCPU returns the CPU time process pid and its living descendants
+// have used. It fails only if pid itself cannot be read.
+func ReadTreeCPU(pid int) (CPU, error) {
+	total, err := ReadCPU(pid)
+	if err != nil {
+		return CPU{}, err
+	}
+	for _, p := range Tree(pid)[1:] {
+		if c, err := ReadCPU(p); err == nil {
+			total.User += c.User
+			total.System += c.System
+		}
+	}
+	return total, nil
+}
+
+// ReadTreeMemory returns the resident memory of process pid and its living
+// descendants, summed: the peak is the sum of their peaks, an upper bound
+// of the peak they reached together. It fails only if pid itself cannot
+// be read.
+func ReadTreeMemory(pid int) (Memory, error) {
+	total, err := ReadMemory(pid)
+	if err != nil {
+		return Memory{}, err
+	}
+	for _, p := range Tree(pid)[1:] {
+		if m, err := ReadMemory(p); err == nil {
+			total.RSS += m.RSS
+			total.Peak += m.Peak
+		}
+	}
+	return total, nil
+}

@@ -11,7 +11,8 @@ import (
 // can be read again, and four reads a second cost nothing measurable.
 const SampleInterval = 250 * time.Millisecond
 
-// Sampler reads a process' memory in the background and keeps the last
+// Sampler reads the memory of a process and its descendants (ReadTreeMemory)
+// in the background and keeps the last
 // reading, so that a peak is known even when the process is killed. Its
 // methods are safe for concurrent use.
 type Sampler struct {
@@ -57,7 +58,7 @@ func (s *Sampler) loop() {
 // read takes a reading; once the process is gone, the last good reading
 // stays.
 func (s *Sampler) read() {
-	m, err := ReadMemory(s.pid)
+	m, err := ReadTreeMemory(s.pid)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -100,11 +101,14 @@ func (s *Sampler) MeanRSS(from, to time.Time) (mean int64, ok bool) {
 	return sum / n, true
 }
 
-// Reset sets the process' peak back to its current RSS, so that Peak
-// covers only what follows (see ResetPeak).
+// Reset sets the peaks of the process and its descendants back to their
+// current RSS, so that Peak covers only what follows (see ResetPeak).
 func (s *Sampler) Reset() error {
 	if err := ResetPeak(s.pid); err != nil {
 		return err
+	}
+	for _, p := range Tree(s.pid)[1:] {
+		ResetPeak(p) // one that exits meanwhile has nothing to reset
 	}
 	s.mu.Lock()
 	s.last = Memory{}

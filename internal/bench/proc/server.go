@@ -16,9 +16,11 @@ import (
 // Server is a server process the harness started. Its methods are safe for
 // concurrent use.
 type Server struct {
-	// Addr is the host:port it was told to listen on, DataDir its data
+	// Addr is the host:port it was told to listen on, Addr2 a second
+	// free one for a companion process ({addr2}), DataDir its data
 	// directory and Args the command it runs.
 	Addr    string
+	Addr2   string
 	DataDir string
 	Args    []string
 	LogPath string
@@ -32,8 +34,13 @@ type Server struct {
 // StartOptions say how to start a server.
 type StartOptions struct {
 	// Command is the command line with placeholders: {addr} (host:port),
-	// {host}, {port} and {data} (DataDir).
+	// {host}, {port}, {data} (DataDir), {addr2} (a second free host:port,
+	// for a process launched beside the server, such as vmalert beside
+	// VictoriaMetrics) and those of Vars.
 	Command string
+	// Vars are a workload's own placeholders, such as the path of a file
+	// it wrote for the server.
+	Vars map[string]string
 	// DataDir is the server's data directory; it must exist.
 	DataDir string
 	// LogPath receives the server's stdout and stderr.
@@ -59,7 +66,15 @@ func Start(opts StartOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server address %q: %w", addr, err)
 	}
-	args, err = Expand(args, map[string]string{"addr": addr, "host": host, "port": port, "data": opts.DataDir})
+	addr2, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{"addr": addr, "host": host, "port": port, "data": opts.DataDir, "addr2": addr2}
+	for k, v := range opts.Vars {
+		vars[k] = v
+	}
+	args, err = Expand(args, vars)
 	if err != nil {
 		return nil, fmt.Errorf("server command: %w", err)
 	}
@@ -74,7 +89,7 @@ func Start(opts StartOptions) (*Server, error) {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", args[0], err)
 	}
-	s := &Server{Addr: addr, DataDir: opts.DataDir, Args: args, LogPath: opts.LogPath, cmd: cmd, log: log, exited: make(chan struct{})}
+	s := &Server{Addr: addr, Addr2: addr2, DataDir: opts.DataDir, Args: args, LogPath: opts.LogPath, cmd: cmd, log: log, exited: make(chan struct{})}
 	go func() {
 		s.waitErr = cmd.Wait()
 		log.Close()
@@ -92,41 +107,82 @@ func (s *Server) Exited() <-chan struct{} { return s.exited }
 // ExitError returns how the process ended; call it after Exited is closed.
 func (s *Server) ExitError() error { return s.waitErr }
 
-// Kill sends SIGKILL and waits for the process to be gone.
+// Kill sends SIGKILL to the server's process group, which holds what a
+// script launched beside the server, and waits for the group to be gone.
 func (s *Server) Kill() error {
-	select {
-	case <-s.exited:
-		return nil
-	default:
-	}
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("kill server %d: %w", s.Pid(), err)
-	}
+	err := s.signalGroup(syscall.SIGKILL)
 	<-s.exited
-	return nil
+	// The rest of the group dies at once; its parent, init, reaps it.
+	t := time.NewTimer(killReapTimeout)
+	defer t.Stop()
+	if !s.waitGroup(t.C) {
+		return fmt.Errorf("processes of server %d still run %v after SIGKILL", s.Pid(), killReapTimeout)
+	}
+	return err
 }
 
-// Stop sends SIGTERM, which makes every server this harness targets flush
-// what it buffers and exit, and waits up to timeout before killing it. It
+// killReapTimeout bounds the wait for killed processes to be reaped.
+const killReapTimeout = 10 * time.Second
+
+// waitGroup waits until no process of the server's group is left, or
+// until timeout fires, and reports whether the group is gone.
+func (s *Server) waitGroup(timeout <-chan time.Time) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for s.groupAlive() {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			return false
+		}
+	}
+	return true
+}
+
+// Stop sends SIGTERM to the server's process group, which makes every
+// server this harness targets flush what it buffers and exit, and waits
+// up to timeout for the group to be gone before killing what is left. It
 // returns an error if the server had to be killed or exited with an error.
 func (s *Server) Stop(timeout time.Duration) error {
 	select {
 	case <-s.exited:
+		s.Kill() // nothing of a dead server runs on
 		return s.exitErr()
 	default:
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := s.signalGroup(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stop server %d: %w", s.Pid(), err)
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-s.exited:
-		return s.exitErr()
 	case <-t.C:
 		s.Kill()
 		return fmt.Errorf("server %d did not exit within %v of SIGTERM and was killed", s.Pid(), timeout)
 	}
+	// The rest of the group (a store beside a rule evaluator) may still
+	// be flushing.
+	if !s.waitGroup(t.C) {
+		s.Kill()
+		return fmt.Errorf("processes of server %d did not exit within %v of SIGTERM and were killed", s.Pid(), timeout)
+	}
+	return s.exitErr()
+}
+
+// signalGroup sends sig to the server's process group; a group that is
+// gone already is no error.
+func (s *Server) signalGroup(sig syscall.Signal) error {
+	if err := syscall.Kill(-s.Pid(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal server %d: %w", s.Pid(), err)
+	}
+	return nil
+}
+
+// groupAlive reports whether a process of the server's group still runs
+// or has not been reaped.
+func (s *Server) groupAlive() bool {
+	return !errors.Is(syscall.Kill(-s.Pid(), 0), syscall.ESRCH)
 }
 
 // exitErr reports an unclean exit; a server stopped by our SIGTERM that

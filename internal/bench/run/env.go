@@ -22,6 +22,9 @@ type Env struct {
 	// replay to finish); StopTimeout the wait for it to exit on SIGTERM.
 	ReadyTimeout time.Duration
 	StopTimeout  time.Duration
+	// Vars are placeholders a workload adds to the server command, such
+	// as the files it wrote in Prepare.
+	Vars map[string]string
 
 	runs int // numbers data directories
 }

@@ -293,7 +293,7 @@ func (w *Ingest) Run(ctx context.Context, env *Env, t Target) (report.Figures, [
 		// Without churn every series is still written to: RSS per series
 		// is per active series.
 		perSeries := w.opts.Workload.Churn == 0
-		if m, err := proc.ReadMemory(srv.pid); err == nil {
+		if m, err := proc.ReadTreeMemory(srv.pid); err == nil {
 			figs.Add("end_rss", "server RSS at the end", "MiB", report.Lower, mib(m.RSS))
 			if perSeries {
 				figs.Add("end_rss_per_series", "server RSS at the end per series", "KiB", report.Lower, float64(m.RSS)/1024/float64(w.opts.Workload.Series))

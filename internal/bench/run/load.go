@@ -50,13 +50,14 @@ func (o LoadOptions) samples() int64 { return int64(o.Workload.Series) * o.perSe
 // ten minutes keeps clear of both and of clock steps.
 const loadEndMargin = 10 * time.Minute
 
-// schedule returns the load's schedule, with timestamps ending
-// loadEndMargin before now. Data further back than Prometheus' or
-// VictoriaMetrics' retention would be dropped, so loads are kept to days.
-func (o LoadOptions) schedule(now time.Time) (*workload.Schedule, error) {
+// schedule returns the load's schedule, with timestamps ending at end
+// (or just before: the interval's last multiple). Data further back than
+// Prometheus' or VictoriaMetrics' retention would be dropped, so loads
+// are kept to days.
+func (o LoadOptions) schedule(endAt time.Time) (*workload.Schedule, error) {
 	wo := o.Workload
 	span := (o.perSeries() - 1) * wo.Interval
-	end := now.Add(-loadEndMargin).UnixMilli()
+	end := endAt.UnixMilli()
 	wo.Start = (end - span) / wo.Interval * wo.Interval
 	return workload.NewSchedule(wo)
 }
@@ -93,11 +94,16 @@ func (l *loaded) end() int64 {
 	return l.sched.Timestamp(l.opts.rounds()-1, l.opts.Workload.SamplesPerSeries-1)
 }
 
-// load writes the data set and fails unless every sample was accepted:
-// what follows (a replay, a data check, a disk measurement) is only
-// meaningful over complete data.
+// load writes the data set, ending loadEndMargin before now, and fails
+// unless every sample was accepted: what follows (a replay, a data check,
+// a disk measurement) is only meaningful over complete data.
 func load(ctx context.Context, env *Env, srv *server, o LoadOptions) (*loaded, error) {
-	sched, err := o.schedule(time.Now())
+	return loadAt(ctx, env, srv, o, time.Now().Add(-loadEndMargin))
+}
+
+// loadAt is load with the data ending at end.
+func loadAt(ctx context.Context, env *Env, srv *server, o LoadOptions, end time.Time) (*loaded, error) {
+	sched, err := o.schedule(end)
 	if err != nil {
 		return nil, err
 	}

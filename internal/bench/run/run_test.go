@@ -262,14 +262,14 @@ func TestLoadOptions(t *testing.T) {
 	if o.rounds() != 3 || o.perSeries() != 30 || o.samples() != 300 {
 		t.Fatalf("rounds %d per series %d samples %d", o.rounds(), o.perSeries(), o.samples())
 	}
-	now := time.UnixMilli(1_800_000_000_000)
-	sched, err := o.schedule(now)
+	end := time.UnixMilli(1_800_000_000_000)
+	sched, err := o.schedule(end)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := &loaded{sched: sched, opts: o}
-	if l.end() > now.Add(-loadEndMargin).UnixMilli() || l.end()-l.start() != 29*o.Workload.Interval {
-		t.Fatalf("data from %d to %d, now %d", l.start(), l.end(), now.UnixMilli())
+	if l.end() > end.UnixMilli() || l.end() <= end.UnixMilli()-o.Workload.Interval || l.end()-l.start() != 29*o.Workload.Interval {
+		t.Fatalf("data from %d to %d, end %d", l.start(), l.end(), end.UnixMilli())
 	}
 }
 

@@ -45,7 +45,7 @@ const conns = workload.MaxSenders
 // launch starts t's command with dataDir and waits until it is ready.
 func launch(ctx context.Context, env *Env, t Target, dataDir, logPath string) (*server, error) {
 	started := time.Now()
-	p, err := proc.Start(proc.StartOptions{Command: t.Command, DataDir: dataDir, LogPath: logPath})
+	p, err := proc.Start(proc.StartOptions{Command: t.Command, DataDir: dataDir, LogPath: logPath, Vars: env.Vars})
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +165,10 @@ func (s *server) alive() error {
 // measured reports whether the server's process can be measured.
 func (s *server) measured() bool { return s.pid != 0 }
 
-// cpu returns the CPU time the process has used so far.
+// cpu returns the CPU time the process and its descendants have used so
+// far.
 func (s *server) cpu() (time.Duration, error) {
-	c, err := proc.ReadCPU(s.pid)
+	c, err := proc.ReadTreeCPU(s.pid)
 	return c.Total(), err
 }
 
