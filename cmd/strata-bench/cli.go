@@ -22,6 +22,7 @@ workloads:
   query    PromQL latency over loaded data
   disk     bytes on disk per sample after the server persisted everything
   rules    CPU per round and group durations of 700 rules over live data
+  scrape   CPU per scraped sample, memory and scrape durations of 1,000 targets
 
 A server is either launched from --server-cmd, with {addr}, {host}, {port}
 and {data} replaced, or already running at --url (ingest and query only).
@@ -38,7 +39,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	compare := false
 	if name == "compare" {
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			fmt.Fprintln(stderr, "strata-bench compare: name the workload first: compare ingest|replay|query|disk|rules --server ...")
+			fmt.Fprintln(stderr, "strata-bench compare: name the workload first: compare ingest|replay|query|disk|rules|scrape --server ...")
 			return 2
 		}
 		compare = true
@@ -48,7 +49,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "ingest", "replay", "query", "disk", "rules":
+	case "ingest", "replay", "query", "disk", "rules", "scrape":
 	default:
 		fmt.Fprintf(stderr, "strata-bench: unknown workload %q\n\n%s", name, usage)
 		return 2

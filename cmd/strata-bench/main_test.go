@@ -26,17 +26,22 @@ import (
 const helperEnv = "STRATA_BENCH_TEST_SERVER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "1" {
-		os.Exit(serveHelper(os.Args[len(os.Args)-2], os.Args[len(os.Args)-1]))
+	switch os.Getenv(helperEnv) {
+	case "1":
+		os.Exit(serveHelper(os.Args[len(os.Args)-2], os.Args[len(os.Args)-1], ""))
+	case "config":
+		os.Exit(serveHelper(os.Args[len(os.Args)-2], os.Args[len(os.Args)-1], os.Args[len(os.Args)-3]))
 	}
 	os.Exit(m.Run())
 }
 
-func serveHelper(addr, dir string) int {
+// serveHelper runs strata on addr with its data in dir and, if not
+// empty, the configuration file config.
+func serveHelper(addr, dir, config string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	cfg := server.DefaultConfig()
-	cfg.ListenAddress, cfg.DataDir = addr, dir
+	cfg.ListenAddress, cfg.DataDir, cfg.ConfigFile = addr, dir, config
 	if err := server.Run(ctx, cfg, nil); err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 1
@@ -54,6 +59,18 @@ func helperCommand(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "' -test.run=^$ {addr} {data}"
+}
+
+// helperConfigCommand is helperCommand for a strata server given the
+// rules workload's configuration file.
+func helperConfigCommand(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(helperEnv, "config")
+	return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "' -test.run=^$ {config} {addr} {data}"
 }
 
 // startStrata runs strata in-process on 127.0.0.1:0 until the test ends
@@ -222,5 +239,32 @@ func TestCompareQuick(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRulesQuick runs the rules workload against strata with a second
+// between samples and evaluations: every group is evaluated, none fails,
+// and the rules record series.
+func TestRulesQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("launches a server")
+	}
+	res, _ := runCLI(t, "rules", "--quick", "--interval", "1s", "--warmup", "2s", "--duration", "4s", "--name", "strata", "--server-cmd", helperConfigCommand(t))
+	r := res.Runs[0]
+	if figure(t, r, "evaluations") < 10 || figure(t, r, "failures") != 0 || figure(t, r, "recorded_series") <= 0 || figure(t, r, "cpu_per_round") <= 0 {
+		t.Fatalf("%+v, notes %v", r.Figures, r.Notes)
+	}
+}
+
+// TestScrapeQuick runs the scrape workload against strata: it scrapes
+// the harness' targets, and the figures come from both sides.
+func TestScrapeQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("launches a server")
+	}
+	res, _ := runCLI(t, "scrape", "--quick", "--interval", "1s", "--warmup", "7s", "--duration", "3s", "--name", "strata", "--server-cmd", helperConfigCommand(t))
+	r := res.Runs[0]
+	if figure(t, r, "scrapes") < 20 || figure(t, r, "cpu_per_million") <= 0 || figure(t, r, "scrape_p99") <= 0 || figure(t, r, "series_stored") != 20*224 {
+		t.Fatalf("%+v, notes %v", r.Figures, r.Notes)
 	}
 }

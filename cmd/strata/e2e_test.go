@@ -59,8 +59,9 @@ func (s *proc) start() {
 	s.t.Helper()
 	s.logs.Reset()
 	// No OTLP/gRPC on its default port unless a test asks: a collector
-	// on this machine may have it.
-	s.cmd = exec.Command(s.bin, append([]string{"--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug", "--otlp.grpc-listen-address="}, s.args...)...)
+	// on this machine may have it. No self-scrape: its series would add
+	// to those the tests count.
+	s.cmd = exec.Command(s.bin, append([]string{"--listen-address", s.addr, "--data-dir", s.dir, "--log.level", "debug", "--otlp.grpc-listen-address=", "--self-scrape=false"}, s.args...)...)
 	s.cmd.Stdout = &s.logs
 	s.cmd.Stderr = &s.logs
 	if err := s.cmd.Start(); err != nil {

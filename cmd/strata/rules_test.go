@@ -90,7 +90,14 @@ func TestRulesSurviveKill(t *testing.T) {
 // recorded returns the timestamps of probe:sum's samples.
 func (s *proc) recorded() []float64 {
 	s.t.Helper()
-	code, body := s.get("/api/v1/query", url.Values{"query": {"probe:sum[1h]"}})
+	return s.timestamps("probe:sum[1h]")
+}
+
+// timestamps returns the timestamps of the samples of the range selector
+// sel, of every series it selects.
+func (s *proc) timestamps(sel string) []float64 {
+	s.t.Helper()
+	code, body := s.get("/api/v1/query", url.Values{"query": {sel}})
 	var r struct {
 		Data struct {
 			Result []struct {

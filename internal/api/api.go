@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
@@ -81,6 +82,13 @@ type Options struct {
 	// /api/v1/alertmanagers; nil answers with none.
 	Rules         RulesSource
 	Alertmanagers AlertmanagerSource
+	// Targets answers /api/v1/targets, /api/v1/targets/metadata and
+	// /api/v1/scrape_pools; nil answers with none. ExternalURL and
+	// ListenAddress make the targets' global URLs: a target on
+	// localhost is shown at the external URL's host.
+	Targets       TargetsSource
+	ExternalURL   *url.URL
+	ListenAddress string
 	// StartTime and StorageRetention are reported by
 	// /api/v1/status/runtimeinfo; StorageRetention as Prometheus writes
 	// it ("15d", "15d or 512MiB").
@@ -113,8 +121,12 @@ type API struct {
 	flags         map[string]string
 	config        ConfigSource
 	rules         RulesSource
-	// alertmanagerSource is Options.Alertmanagers.
+	// alertmanagerSource is Options.Alertmanagers, targetSource
+	// Options.Targets.
 	alertmanagerSource AlertmanagerSource
+	targetSource       TargetsSource
+	externalURL        *url.URL
+	listenAddress      string
 	startTime          time.Time
 	// storageRetention as runtimeinfo reports it.
 	storageRetention string
@@ -144,6 +156,9 @@ func New(opts Options) *API {
 		rules:         opts.Rules,
 
 		alertmanagerSource: opts.Alertmanagers,
+		targetSource:       opts.Targets,
+		externalURL:        opts.ExternalURL,
+		listenAddress:      opts.ListenAddress,
 		startTime:          opts.StartTime.UTC(),
 
 		storageRetention: opts.StorageRetention,
@@ -189,8 +204,9 @@ func (a *API) Register(mux *http.ServeMux) {
 		{getOnly, "/api/v1/status/config", a.serveConfig},
 		{getPost, "/api/v1/format_query", a.formatQuery},
 		{getPost, "/api/v1/parse_query", a.parseQuery},
-		{getOnly, "/api/v1/targets", noTargets},
-		{getOnly, "/api/v1/targets/metadata", noTargetMetadata},
+		{getOnly, "/api/v1/targets", a.targets},
+		{getOnly, "/api/v1/targets/metadata", a.targetMetadata},
+		{getOnly, "/api/v1/scrape_pools", a.scrapePools},
 		{getOnly, "/api/v1/rules", a.rulesList},
 		{getOnly, "/api/v1/alerts", a.alerts},
 		{getOnly, "/api/v1/alertmanagers", a.alertmanagers},

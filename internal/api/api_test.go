@@ -235,7 +235,7 @@ func goldenCases() []goldenCase {
 			},
 		}}
 	}
-	return append(rulesGoldenCases(), []goldenCase{
+	return append(append(rulesGoldenCases(), targetsGoldenCases()...), []goldenCase{
 		// Exemplars.
 		{name: "exemplars", path: "/api/v1/query_exemplars", query: q("query", `histogram_quantile(0.9, rate(rpc_duration_seconds_bucket{job="api"}[5m]))`, "start", "0", "end", "300"), opts: withExemplars, status: 200},
 		{name: "exemplars_time_range", path: "/api/v1/query_exemplars", query: q("query", "rpc_duration_seconds_bucket", "start", "150", "end", "300"), opts: withExemplars, status: 200},
@@ -380,8 +380,6 @@ func goldenCases() []goldenCase {
 		{name: "parse_query", path: "/api/v1/parse_query", query: q("query", `sum by (job) (rate(http_requests_total{code=~"5..", job!="x"}[5m] offset 1h)) / on(job) group_left(team) -teams @ 1700000000`), status: 200},
 		{name: "parse_query_subquery", method: "POST", path: "/api/v1/parse_query", form: q("query", `max_over_time(histogram_quantile(0.9, foo_bucket)[1h:30s] @ end()) > bool 2.5`), status: 200},
 		{name: "parse_query_bad", path: "/api/v1/parse_query", query: q("query", "sum("), status: 400},
-		{name: "targets", path: "/api/v1/targets", status: 200},
-		{name: "targets_metadata", path: "/api/v1/targets/metadata", status: 200},
 
 		// TSDB status.
 		{name: "tsdb_status", path: "/api/v1/status/tsdb", opts: withTSDBStatus, status: 200},

@@ -10,11 +10,8 @@ import (
 )
 
 // The status endpoints that describe the server (its flags, its
-// configuration, its runtime) and the endpoints of Prometheus' scrape
-// machinery, which strata does not have: those answer with the empty
-// lists a Prometheus with no targets answers with, so that Grafana's and
-// Prometheus' UI probes find what they expect. The shapes are
-// Prometheus' (web/api/v1), field for field.
+// configuration, its runtime). The shapes are Prometheus' (web/api/v1),
+// field for field.
 
 // ConfigSource is the configuration in effect.
 type ConfigSource interface {
@@ -122,18 +119,3 @@ func (a *API) formatQuery(r *http.Request) result {
 	}
 	return result{data: jsonData{expr.Pretty(0)}}
 }
-
-// emptyAnswer is the data of an endpoint of machinery strata does not
-// have, as Prometheus answers it with none.
-func emptyAnswer(v any) func(*http.Request) result {
-	return func(*http.Request) result { return result{data: jsonData{v}} }
-}
-
-var (
-	noTargets = emptyAnswer(struct {
-		ActiveTargets       []struct{}     `json:"activeTargets"`
-		DroppedTargets      []struct{}     `json:"droppedTargets"`
-		DroppedTargetCounts map[string]int `json:"droppedTargetCounts"`
-	}{[]struct{}{}, []struct{}{}, map[string]int{}})
-	noTargetMetadata = emptyAnswer([]struct{}{})
-)

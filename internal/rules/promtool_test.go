@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v2"
 
 	"github.com/strata-db/strata/internal/db"
+	"github.com/strata-db/strata/internal/promstore"
 	"github.com/strata-db/strata/internal/rollup"
 	"github.com/strata-db/strata/internal/vfs/crashfs"
 )
@@ -219,7 +220,7 @@ func newStrataSide(t testing.TB, interval time.Duration) *ruleSide {
 	eo := engineOpts(interval)
 	engine := promql.NewEngine(eo)
 	return &ruleSide{
-		appendable: appendable{store},
+		appendable: promstore.Appendable(store),
 		queryable:  store,
 		engine: rollup.New(rollup.Options{
 			Engine: engine, Parser: parser.NewParser(parser.Options{}), MaxSamples: eo.MaxSamples,

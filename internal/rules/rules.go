@@ -34,22 +34,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
-	// The service discoveries alertmanagers are found with, besides
-	// static_configs: the ones most configurations use. Prometheus
-	// itself can be built with a subset (its plugins.yml); each of the
-	// others is one import away, but the cloud providers' SDKs would
-	// add minutes to every build.
-	_ "github.com/prometheus/prometheus/discovery/consul"
-	_ "github.com/prometheus/prometheus/discovery/dns"
-	_ "github.com/prometheus/prometheus/discovery/file"
-	_ "github.com/prometheus/prometheus/discovery/http"
-	_ "github.com/prometheus/prometheus/discovery/kubernetes"
 	"github.com/prometheus/prometheus/notifier"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	promrules "github.com/prometheus/prometheus/rules"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/strata-db/strata/internal/promstore"
+	_ "github.com/strata-db/strata/internal/sd" // the Alertmanagers' service discoveries
 	"github.com/strata-db/strata/internal/storage"
 )
 
@@ -73,6 +65,10 @@ type Options struct {
 	// notifier's and the discovery's metrics; nil registers none.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// SDMetrics are the service discoveries' metrics, shared with the
+	// targets' discovery (they can be registered once); nil creates and
+	// registers them.
+	SDMetrics *discovery.SDMetrics
 
 	// OutageTolerance is how long an outage may last for the `for`
 	// state of alerts to be restored after it; ForGracePeriod the least
@@ -139,9 +135,12 @@ func New(opts Options) (*Evaluator, error) {
 	if opts.ExternalURL != nil {
 		e.externalURL = opts.ExternalURL.String()
 	}
-	sdMetrics, err := discovery.CreateAndRegisterSDMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("rules: service discovery metrics: %w", err)
+	sdMetrics := opts.SDMetrics
+	if sdMetrics == nil {
+		var err error
+		if sdMetrics, err = discovery.CreateAndRegisterSDMetrics(reg); err != nil {
+			return nil, fmt.Errorf("rules: service discovery metrics: %w", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.discovery = discovery.NewManager(ctx, logger.With("component", "discovery manager notify"), reg, sdMetrics, discovery.Name("notify"))
@@ -155,7 +154,7 @@ func New(opts Options) (*Evaluator, error) {
 		Registerer:    reg,
 	}, 0, logger.With("component", "notifier"))
 	e.rules = promrules.NewManager(&promrules.ManagerOptions{
-		Appendable:             appendable{opts.Appendable},
+		Appendable:             promstore.Appendable(opts.Appendable),
 		Queryable:              opts.Queryable,
 		QueryFunc:              promrules.EngineQueryFunc(opts.Engine, opts.Queryable),
 		NotifyFunc:             promrules.SendAlerts(e.notifier, e.externalURL),

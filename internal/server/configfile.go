@@ -15,12 +15,14 @@ import (
 
 	"github.com/strata-db/strata/internal/api"
 	"github.com/strata-db/strata/internal/rules"
+	"github.com/strata-db/strata/internal/scrape"
 )
 
 // A configuration file in Prometheus' format (--config.file), parsed by
 // Prometheus' own config package. strata applies:
-//   - global: evaluation_interval, rule_query_offset and external_labels;
-//   - rule_files and alerting, at start and on every reload;
+//   - global: the scrape and evaluation settings and external_labels;
+//   - scrape_configs, scrape_config_files, rule_files and alerting, at
+//     start and on every reload;
 //   - storage (tsdb.out_of_order_time_window, tsdb.retention,
 //     exemplars.max_exemplars) and otlp, at start: where the file sets
 //     them it wins over the flags, and a flag given another value is
@@ -28,7 +30,9 @@ import (
 //
 // The sections strata does not act on are named in a warning at each
 // load. A file that does not load refuses the start; on reload it keeps
-// the configuration in effect (see rules.Evaluator.ApplyConfig).
+// the configuration in effect (see rules.Evaluator.ApplyConfig); the rules
+// are applied before the scrape configurations, so a rule file that does
+// not parse changes neither.
 
 // loadConfigFile loads path, applies what it sets of storage, otlp and
 // external labels to cfg, and warns of what strata does not act on. The
@@ -49,12 +53,6 @@ func loadConfigFile(path string, cfg *Config, logger *slog.Logger) (*config.Conf
 // warnUnsupported names the sections of conf strata does not act on.
 func warnUnsupported(conf *config.Config, logger *slog.Logger) {
 	var ignored []string
-	if len(conf.ScrapeConfigs) > 0 {
-		ignored = append(ignored, "scrape_configs")
-	}
-	if len(conf.ScrapeConfigFiles) > 0 {
-		ignored = append(ignored, "scrape_config_files")
-	}
 	if len(conf.RemoteWriteConfigs) > 0 {
 		ignored = append(ignored, "remote_write")
 	}
@@ -125,7 +123,8 @@ func applyStorage(conf *config.Config, cfg *Config, logger *slog.Logger) {
 }
 
 // configFile is the configuration file in effect and its reloads. A
-// reload loads the file again and hands it to the evaluator; what the
+// reload loads the file again and hands it to the evaluator and the
+// scraper; what the
 // file sets of storage, otlp and external labels for the StoreAPI,
 // remote-read and uploads stays as it was at start, and a change to it
 // is logged as needing a restart.
@@ -133,13 +132,14 @@ type configFile struct {
 	path      string
 	logger    *slog.Logger
 	evaluator *rules.Evaluator
+	scraper   *scrape.Scraper
 	// start is the server's configuration after the file was applied
 	// at start; flags the configuration the flags gave.
 	start, flags Config
 
-	// mu serialises loads; running is set once the evaluator runs,
-	// before which reloads are refused (its groups cannot be replaced
-	// before they start).
+	// mu serialises loads; running is set once the evaluator and the
+	// scraper run, before which reloads are refused (the groups cannot
+	// be replaced before they start).
 	mu      sync.Mutex
 	running bool
 	status  atomic.Pointer[api.ConfigStatus]
@@ -148,10 +148,10 @@ type configFile struct {
 	successTime prometheus.Gauge
 }
 
-func newConfigFile(path string, flags, start Config, conf *config.Config, evaluator *rules.Evaluator, logger *slog.Logger, reg prometheus.Registerer) *configFile {
+func newConfigFile(path string, flags, start Config, conf *config.Config, evaluator *rules.Evaluator, scraper *scrape.Scraper, logger *slog.Logger, reg prometheus.Registerer) *configFile {
 	// Prometheus' names, which its mixin's alerts and dashboards watch.
 	c := &configFile{
-		path: path, logger: logger, evaluator: evaluator, start: start, flags: flags,
+		path: path, logger: logger, evaluator: evaluator, scraper: scraper, start: start, flags: flags,
 		success: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "prometheus_config_last_reload_successful",
 			Help: "Whether the last load of the configuration file succeeded.",
@@ -184,20 +184,22 @@ func (c *configFile) failed() {
 // ConfigStatus is what the API shows of the configuration.
 func (c *configFile) ConfigStatus() api.ConfigStatus { return *c.status.Load() }
 
-// run marks the evaluator as running, from which on reloads apply.
+// run starts the evaluator and the scraper, from which on reloads apply.
 func (c *configFile) run() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.evaluator.Run()
+	c.scraper.Run()
 	c.running = true
 }
 
-// stop stops the evaluator once no reload runs; reloads after it are
-// refused.
+// stop stops scraping and the evaluator once no reload runs; reloads
+// after it are refused.
 func (c *configFile) stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.running = false
+	c.scraper.Stop()
 	c.evaluator.Stop()
 }
 
@@ -238,6 +240,9 @@ func (c *configFile) apply() error {
 		c.logger.Warn("the storage and otlp sections changed: they take effect at the next start")
 	}
 	if err := c.evaluator.ApplyConfig(conf); err != nil {
+		return fmt.Errorf("one or more errors occurred while applying the new configuration (--config.file=%q): %w", c.path, err)
+	}
+	if err := c.scraper.ApplyConfig(conf); err != nil {
 		return fmt.Errorf("one or more errors occurred while applying the new configuration (--config.file=%q): %w", c.path, err)
 	}
 	c.loaded(conf)

@@ -34,6 +34,10 @@ func startServerWith(t *testing.T, scheme string, client *http.Client, auth func
 	cfg := DefaultConfig()
 	cfg.ListenAddress = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
+	// Tests that scrape say so: a scrape's series would add to what the
+	// others count.
+	cfg.SelfScrape = false
+	cfg.ScrapeDiscoveryInterval = 100 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
 	}

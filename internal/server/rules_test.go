@@ -403,7 +403,7 @@ scrape_configs:
 	for _, want := range []string{
 		`external label wins over --external-label" name=region file=eu flag=us`,
 		`flag=--storage.out-of-order-window`,
-		`sections="[scrape_configs remote_write]"`,
+		`sections=[remote_write]`,
 	} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, logs.String())

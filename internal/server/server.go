@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/discovery"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -35,6 +36,7 @@ import (
 	"github.com/strata-db/strata/internal/ingest/remotewrite"
 	"github.com/strata-db/strata/internal/rollup"
 	"github.com/strata-db/strata/internal/rules"
+	"github.com/strata-db/strata/internal/scrape"
 	"github.com/strata-db/strata/internal/storeapi"
 	"github.com/strata-db/strata/internal/ui"
 	"github.com/strata-db/strata/internal/wal"
@@ -129,9 +131,17 @@ type Config struct {
 	ExternalLabels labels.Labels
 
 	// ConfigFile is a configuration file in Prometheus' format, whose
-	// rule_files, alerting, global, storage and otlp sections strata
-	// applies (see configfile.go); empty: none.
+	// scrape_configs, rule_files, alerting, global, storage and otlp
+	// sections strata applies (see configfile.go); empty: none.
 	ConfigFile string
+	// SelfScrape scrapes the server's own /metrics every 15s as job
+	// "strata" when there is no ConfigFile (a file says what to scrape)
+	// and no WebConfigFile (the scrape would need its TLS and auth).
+	SelfScrape bool
+	// ScrapeDiscoveryInterval is how long target updates are gathered
+	// before the scrape pools are updated, as Prometheus'
+	// --scrape.discovery-reload-interval.
+	ScrapeDiscoveryInterval time.Duration
 	// Reload, if not nil, reloads the configuration file each time it
 	// receives (cmd/strata sends on SIGHUP).
 	Reload <-chan struct{}
@@ -170,12 +180,14 @@ func DefaultConfig() Config {
 		QueryMaxConcurrency: 20,
 		// A query may use every core Go runs on; a busy server shares
 		// them between queries as the scheduler does.
-		QueryRangeParallelism: runtime.GOMAXPROCS(0),
-		DefaultSubqueryStep:   time.Minute,
-		QueryEngine:           QueryEngineRollup,
-		RemoteRead:            DefaultRemoteReadLimits(),
-		ResponseCompression:   true,
-		Rules:                 rules.DefaultOptions(),
+		QueryRangeParallelism:   runtime.GOMAXPROCS(0),
+		DefaultSubqueryStep:     time.Minute,
+		QueryEngine:             QueryEngineRollup,
+		RemoteRead:              DefaultRemoteReadLimits(),
+		ResponseCompression:     true,
+		Rules:                   rules.DefaultOptions(),
+		SelfScrape:              true,
+		ScrapeDiscoveryInterval: scrape.DefaultDiscoveryInterval,
 	}
 }
 
@@ -350,24 +362,51 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		ruleEngine = rollupEngine
 	}
 	var configSource api.ConfigSource = api.StaticConfig(effective, start)
+	// The service discoveries' metrics serve the targets' and the
+	// Alertmanagers' discovery managers, and can be registered once.
+	sdMetrics, err := discovery.CreateAndRegisterSDMetrics(reg)
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("service discovery metrics: %w", err)
+	}
 	var evaluator *rules.Evaluator
+	var scraper *scrape.Scraper
 	var cf *configFile
 	if fileConf != nil {
 		ro := cfg.Rules
 		ro.Appendable, ro.Queryable, ro.Engine, ro.Parser = store, store, ruleEngine, promParser
-		ro.ExternalURL, ro.Logger, ro.Registerer = externalURL, logger, reg
+		ro.ExternalURL, ro.Logger, ro.Registerer, ro.SDMetrics = externalURL, logger, reg, sdMetrics
 		if evaluator, err = rules.New(ro); err == nil {
 			err = evaluator.ApplyConfig(fileConf)
+		}
+		if err == nil {
+			if scraper, err = newScraper(store, sdMetrics, cfg.ScrapeDiscoveryInterval, logger, reg); err == nil {
+				err = scraper.ApplyConfig(fileConf)
+			}
 		}
 		if err != nil {
 			if evaluator != nil {
 				evaluator.Stop()
 			}
+			if scraper != nil {
+				scraper.Stop()
+			}
 			closeAll()
 			return fmt.Errorf("couldn't load configuration (--config.file=%q): %w", cfg.ConfigFile, err)
 		}
-		cf = newConfigFile(cfg.ConfigFile, flagsCfg, cfg, fileConf, evaluator, logger.With("component", "config"), reg)
+		cf = newConfigFile(cfg.ConfigFile, flagsCfg, cfg, fileConf, evaluator, scraper, logger.With("component", "config"), reg)
 		configSource = cf
+	} else if cfg.SelfScrape && cfg.WebConfigFile == "" {
+		self, err := scrape.SelfConfig(ln.Addr().String())
+		if err == nil {
+			if scraper, err = newScraper(store, sdMetrics, cfg.ScrapeDiscoveryInterval, logger, reg); err == nil {
+				err = scraper.ApplyConfig(self)
+			}
+		}
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("self-scrape: %w", err)
+		}
 	}
 	apiOpts := api.Options{
 		Engine:        engine,
@@ -384,6 +423,8 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		Flags:         cfg.Flags,
 		Config:        configSource,
 		StartTime:     start,
+		ExternalURL:   externalURL,
+		ListenAddress: ln.Addr().String(),
 
 		RangeParallelism:     cfg.QueryRangeParallelism,
 		MaxConcurrentQueries: cfg.QueryMaxConcurrency,
@@ -392,6 +433,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	}
 	if evaluator != nil {
 		apiOpts.Rules, apiOpts.Alertmanagers = evaluator, evaluator
+	}
+	if scraper != nil {
+		apiOpts.Targets = scraper
 	}
 	apiMux := http.NewServeMux()
 	api.New(apiOpts).Register(apiMux)
@@ -483,6 +527,8 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		if cf != nil {
 			cf.run()
 			go reloadOn(ctx, cfg.Reload, cf)
+		} else if scraper != nil {
+			scraper.Run()
 		}
 		select {
 		case <-ctx.Done():
@@ -491,6 +537,15 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		}
 	}
 	logger.Info("shutting down")
+	// Scraping and rules end while the HTTP server still serves, so that
+	// no self-scrape finds strata gone and records it down: a reload
+	// running finishes first, a group being evaluated commits its
+	// results, and a scrape in flight is cut short and rolled back.
+	if cf != nil {
+		cf.stop()
+	} else if scraper != nil {
+		scraper.Stop()
+	}
 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -502,11 +557,6 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	}
 	if storeSrv != nil {
 		stopGRPC(shutdownCtx, storeSrv)
-	}
-	if cf != nil {
-		// A reload running finishes first, and a group being
-		// evaluated commits its results.
-		cf.stop()
 	}
 	stopShipper()
 	if err := store.Close(); err != nil && runErr == nil {
@@ -555,4 +605,9 @@ func handlePprof(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+}
+
+// newScraper returns a scraper into store.
+func newScraper(store *db.DB, sdMetrics *discovery.SDMetrics, every time.Duration, logger *slog.Logger, reg prometheus.Registerer) (*scrape.Scraper, error) {
+	return scrape.New(scrape.Options{Appendable: store, SDMetrics: sdMetrics, DiscoveryInterval: every, Logger: logger, Registerer: reg})
 }

@@ -42,6 +42,31 @@ func (a *API) Query(ctx context.Context, q string, t time.Time) (QueryResult, er
 	return a.get(ctx, "/api/v1/query", v)
 }
 
+// QueryValues runs an instant query at t whose result is a matrix (a
+// range selector) and returns the values of all its samples.
+func (a *API) QueryValues(ctx context.Context, q string, t time.Time) ([]float64, error) {
+	v := url.Values{"query": {q}, "time": {formatTime(t)}}
+	var vals []float64
+	_, err := a.getRaw(ctx, "/api/v1/query", v, func(res *QueryResult, raw json.RawMessage) error {
+		if res.ResultType != "matrix" {
+			return fmt.Errorf("result type %q, want matrix", res.ResultType)
+		}
+		var m []struct {
+			Values [][2]json.RawMessage `json:"values"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		for _, s := range m {
+			for _, p := range s.Values {
+				vals = append(vals, parseValue(p[1]))
+			}
+		}
+		return nil
+	})
+	return vals, err
+}
+
 // QueryRange runs a range query.
 func (a *API) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (QueryResult, error) {
 	v := url.Values{
@@ -82,6 +107,11 @@ func (e *APIError) Error() string {
 }
 
 func (a *API) get(ctx context.Context, path string, v url.Values) (QueryResult, error) {
+	return a.getRaw(ctx, path, v, parseResult)
+}
+
+// getRaw runs the request and hands the result to parse.
+func (a *API) getRaw(ctx context.Context, path string, v url.Values, parse func(*QueryResult, json.RawMessage) error) (QueryResult, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path+"?"+v.Encode(), nil)
 	if err != nil {
 		return QueryResult{}, err
@@ -106,7 +136,7 @@ func (a *API) get(ctx context.Context, path string, v url.Values) (QueryResult, 
 		return res, &APIError{Status: resp.StatusCode, Type: r.ErrorType, Msg: truncate(r.Error)}
 	}
 	res.ResultType = r.Data.ResultType
-	if err := parseResult(&res, r.Data.Result); err != nil {
+	if err := parse(&res, r.Data.Result); err != nil {
 		return res, fmt.Errorf("parse %s result: %w", res.ResultType, err)
 	}
 	return res, nil

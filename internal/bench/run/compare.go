@@ -12,7 +12,8 @@ import (
 
 // Workload is one benchmark.
 type Workload interface {
-	// Name is the subcommand name: ingest, replay, query or disk.
+	// Name is the subcommand name: ingest, replay, query, disk, rules or
+	// scrape.
 	Name() string
 	// Params describe the workload's settings for reports.
 	Params() []report.Param
@@ -50,6 +51,7 @@ func Compare(ctx context.Context, env *Env, w Workload, targets []Target, rounds
 	if rounds > 1 {
 		res.Params = append(res.Params, report.Param{Name: "rounds", Value: strconv.Itoa(rounds) + " (figures are medians)"})
 	}
+	defer env.cleanup()
 	if err := w.Prepare(ctx, env); err != nil {
 		return nil, err
 	}

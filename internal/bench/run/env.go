@@ -27,6 +27,17 @@ type Env struct {
 	Vars map[string]string
 
 	runs int // numbers data directories
+	// cleanups undo what a workload's Prepare started (a target server),
+	// once every run is over.
+	cleanups []func()
+}
+
+// cleanup runs the cleanups, last first.
+func (e *Env) cleanup() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+	e.cleanups = nil
 }
 
 // DefaultEnv returns an environment working in dir.

@@ -11,6 +11,9 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -481,5 +484,43 @@ func TestDecodeOTLP(t *testing.T) {
 				t.Fatalf("series %s sample %d = %+v", key, j, smp)
 			}
 		}
+	}
+}
+
+// TestExposition parses two scrapes of a target as Prometheus' text
+// parser does: every family once with its type, the catalog's series for
+// each shard, and counters that move from one scrape to the next.
+func TestExposition(t *testing.T) {
+	const shards = 3
+	parse := func(k int64) map[string]*dto.MetricFamily {
+		t.Helper()
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(bytes.NewReader(AppendExposition(nil, 1, 7, shards, k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fams
+	}
+	a, b := parse(10), parse(11)
+	series := 0
+	for _, f := range a {
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM:
+			series += len(f.Metric) * (len(f.Metric[0].Histogram.Bucket) + 2)
+		default:
+			series += len(f.Metric)
+		}
+	}
+	if series != shards*SeriesPerInstance() {
+		t.Fatalf("%d series, want %d", series, shards*SeriesPerInstance())
+	}
+	if f := a["http_request_duration_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.Metric) != shards {
+		t.Fatalf("histogram family: %v", f)
+	}
+	cpu := func(fams map[string]*dto.MetricFamily) float64 {
+		return fams["node_cpu_seconds_total"].Metric[0].Counter.GetValue()
+	}
+	if f := a["node_cpu_seconds_total"]; f.GetType() != dto.MetricType_COUNTER || cpu(b) <= cpu(a) {
+		t.Fatalf("node_cpu_seconds_total %v then %v", cpu(a), cpu(b))
 	}
 }

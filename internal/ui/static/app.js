@@ -23,6 +23,7 @@ function row(tbody, cells, numeric) {
     tr.appendChild(td);
   });
   tbody.appendChild(tr);
+  return tr;
 }
 
 function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); }
@@ -36,7 +37,10 @@ function seriesName(metric) {
 
 // --- pages
 
-const loaders = { query: () => {}, alerts: loadAlerts, rules: loadRules, cardinality: loadCardinality, status: loadStatus };
+const loaders = {
+  query: () => {}, alerts: loadAlerts, rules: loadRules, targets: loadTargets, discovery: loadDiscovery,
+  cardinality: loadCardinality, status: loadStatus,
+};
 
 function showPage() {
   const page = (location.hash || "#query").slice(1);
@@ -323,6 +327,75 @@ async function loadRules() {
       : "No rules: give strata a configuration file (--config.file) with rule_files.";
   } catch (e) {
     $("rules-info").textContent = "Rules unavailable: " + e.message;
+  }
+}
+
+// --- targets and service discovery, from /api/v1/targets
+
+// byPool groups targets by scrape pool, pools in order.
+function byPool(targets) {
+  const pools = {};
+  for (const t of targets) (pools[t.scrapePool] = pools[t.scrapePool] || []).push(t);
+  return Object.keys(pools).sort().map((p) => [p, pools[p]]);
+}
+
+function poolTable(box, title, header) {
+  const h = document.createElement("h3");
+  h.appendChild(text(title));
+  box.appendChild(h);
+  const table = document.createElement("table");
+  table.className = "targets";
+  const tb = table.createTBody();
+  row(tb, header);
+  box.appendChild(table);
+  return tb;
+}
+
+async function loadTargets() {
+  const box = $("targets-pools");
+  try {
+    const active = (await api("api/v1/targets", { state: "active" })).data.activeTargets;
+    clear(box);
+    let up = 0;
+    for (const [pool, ts] of byPool(active)) {
+      const healthy = ts.filter((t) => t.health === "up").length;
+      up += healthy;
+      const tb = poolTable(box, pool + " (" + healthy + "/" + ts.length + " up)",
+        ["Endpoint", "State", "Labels", "Last scrape", "Took (s)", "Error"]);
+      for (const t of ts) {
+        const tr = row(tb, [t.scrapeUrl, t.health, labelText(t.labels), since(t.lastScrape),
+          t.lastScrapeDuration.toFixed(3), t.lastError || ""]);
+        tr.className = "target-" + t.health;
+      }
+    }
+    $("targets-info").textContent = active.length
+      ? up + " of " + active.length + " targets up"
+      : "No targets: strata scrapes itself unless --self-scrape=false; a configuration file (--config.file) lists targets in scrape_configs.";
+  } catch (e) {
+    $("targets-info").textContent = "Targets unavailable: " + e.message;
+  }
+}
+
+async function loadDiscovery() {
+  const box = $("discovery-pools");
+  try {
+    const d = (await api("api/v1/targets")).data;
+    clear(box);
+    const all = d.activeTargets.concat(d.droppedTargets.map((t) => ({ ...t, dropped: true })));
+    for (const [pool, ts] of byPool(all)) {
+      const dropped = ts.filter((t) => t.dropped).length;
+      const tb = poolTable(box, pool + " (" + (ts.length - dropped) + " active, " + (d.droppedTargetCounts[pool] || dropped) + " dropped)",
+        ["Discovered labels", "Target labels"]);
+      for (const t of ts) {
+        const tr = row(tb, [labelText(t.discoveredLabels), t.dropped ? "dropped by relabelling" : labelText(t.labels)]);
+        if (t.dropped) tr.className = "target-dropped";
+      }
+    }
+    $("discovery-info").textContent = all.length
+      ? all.length + " targets discovered in " + byPool(all).length + " scrape pools"
+      : "Nothing discovered.";
+  } catch (e) {
+    $("discovery-info").textContent = "Service discovery unavailable: " + e.message;
   }
 }
 

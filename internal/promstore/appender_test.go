@@ -1,4 +1,4 @@
-package rules
+package promstore
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func (r *recordingAppender) Rollback() error                            { return
 func TestAppenderErrors(t *testing.T) {
 	for _, p := range promErrors {
 		rec := &recordingAppender{err: fmt.Errorf("%w: series x, timestamp 5", p.strata)}
-		app := appendable{rec}.Appender(context.Background())
+		app := Appendable(rec).Appender(context.Background())
 		_, err := app.Append(0, labels.FromStrings("__name__", "x"), 5, 1)
 		unwrapped := errors.Unwrap(err)
 		if unwrapped == nil {
@@ -57,7 +57,7 @@ func TestAppenderErrors(t *testing.T) {
 		}
 	}
 	rec := &recordingAppender{err: storage.ErrNotReady}
-	_, err := appendable{rec}.Appender(context.Background()).Append(0, labels.FromStrings("__name__", "x"), 5, 1)
+	_, err := Appendable(rec).Appender(context.Background()).Append(0, labels.FromStrings("__name__", "x"), 5, 1)
 	if !errors.Is(err, storage.ErrNotReady) || errors.Is(err, promstorage.ErrOutOfOrderSample) {
 		t.Errorf("an error without a Prometheus sentinel: %v", err)
 	}
@@ -67,7 +67,7 @@ func TestAppenderErrors(t *testing.T) {
 // stored with the next sample of its series, and only of its series.
 func TestAppenderStartTime(t *testing.T) {
 	rec := &recordingAppender{}
-	app := appendable{rec}.Appender(context.Background())
+	app := Appendable(rec).Appender(context.Background())
 	x, y := labels.FromStrings("__name__", "x"), labels.FromStrings("__name__", "y")
 	if _, err := app.AppendSTZeroSample(0, x, 10, 3); err != nil {
 		t.Fatal(err)

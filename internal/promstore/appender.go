@@ -1,4 +1,4 @@
-package rules
+package promstore
 
 import (
 	"context"
@@ -13,10 +13,12 @@ import (
 	"github.com/strata-db/strata/internal/storage"
 )
 
-// appendable gives Prometheus' rule manager strata's appenders, so that
-// what rules record goes through the head and its WAL as remote-written
-// samples do: a recorded sample is durable once the group's Commit
-// returns.
+// Appendable gives Prometheus' rule and scrape managers strata's
+// appenders, so that what rules record and scrapes bring goes through the
+// head and its WAL as remote-written samples do: a sample is durable once
+// the group's or the scrape's Commit returns.
+func Appendable(store storage.Appendable) promstorage.Appendable { return appendable{store} }
+
 type appendable struct{ store storage.Appendable }
 
 func (a appendable) Appender(ctx context.Context) promstorage.Appender {
@@ -76,18 +78,18 @@ func (a *appender) UpdateMetadata(ref promstorage.SeriesRef, l labels.Labels, m 
 	return ref, err
 }
 
-// SetOptions is ignored. Rules ask for out-of-order samples to be
-// refused; strata takes a rule's results in order as it takes any
-// sample, and a result older than its series' newest sample only within
-// the store's out-of-order window, which is off unless configured.
+// SetOptions is ignored. Rules and scrapes ask for out-of-order samples
+// to be refused; strata takes their samples in order as it takes any
+// sample, and one older than its series' newest sample only within the
+// store's out-of-order window, which is off unless configured.
 func (*appender) SetOptions(*promstorage.AppendOptions) {}
 
 func (a *appender) Commit() error   { return a.app.Commit() }
 func (a *appender) Rollback() error { return a.app.Rollback() }
 
 // promErrors are strata's sentinel errors with the Prometheus errors of
-// the same meaning, which the rule manager tells apart to count
-// discarded results.
+// the same meaning, which the rule and scrape managers tell apart to
+// count discarded samples.
 var promErrors = []struct{ strata, prom error }{
 	{storage.ErrOutOfOrderSample, promstorage.ErrOutOfOrderSample},
 	{storage.ErrDuplicateSampleForTimestamp, promstorage.ErrDuplicateSampleForTimestamp},

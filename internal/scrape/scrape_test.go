@@ -1,0 +1,310 @@
+package scrape
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/discovery"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	promscrape "github.com/prometheus/prometheus/scrape"
+
+	"github.com/strata-db/strata/internal/db"
+	"github.com/strata-db/strata/internal/vfs/crashfs"
+)
+
+func openStore(t *testing.T) *db.DB {
+	t.Helper()
+	opts := db.DefaultOptions()
+	opts.Dir = "data"
+	opts.FS = crashfs.New()
+	opts.CompactionInterval = 0
+	opts.RetentionTime = 0
+	store := db.Open(opts)
+	if err := store.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// newScraper runs a scraper into store with conf, applying target
+// updates at once.
+func newScraper(t *testing.T, store *db.DB, conf string) *Scraper {
+	t.Helper()
+	s, err := New(Options{Appendable: store, DiscoveryInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(conf, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyConfig(c); err != nil {
+		t.Fatal(err)
+	}
+	s.Run()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// exposition serves the text format, a counter moving at each scrape.
+func exposition(t *testing.T) *httptest.Server {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP app_requests_total Requests served.\n# TYPE app_requests_total counter\napp_requests_total{code=\"200\"} %d\napp_requests_total{code=\"500\"} 1\n# TYPE app_temperature_celsius gauge\napp_temperature_celsius 21.5\n", n.Add(1))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func host(srv *httptest.Server) string {
+	u, _ := url.Parse(srv.URL)
+	return u.Host
+}
+
+// last returns the newest sample of the one series matching sel.
+func last(t *testing.T, store *db.DB, sel ...string) (float64, bool) {
+	t.Helper()
+	var ms []*labels.Matcher
+	for i := 0; i < len(sel); i += 2 {
+		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, sel[i], sel[i+1]))
+	}
+	q, err := store.Querier(0, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, ms...)
+	v, found := 0.0, false
+	for ss.Next() {
+		if found {
+			t.Fatalf("%v matches more than one series", sel)
+		}
+		it := ss.At().Iterator(nil)
+		for it.Next() != 0 {
+			_, v = it.At()
+			found = true
+		}
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return v, found
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// target returns the active target of pool.
+func target(t *testing.T, s *Scraper, pool string) *promscrape.Target {
+	t.Helper()
+	ts := s.TargetsActive()[pool]
+	if len(ts) != 1 {
+		t.Fatalf("pool %s: %d active targets, want 1", pool, len(ts))
+	}
+	return ts[0]
+}
+
+// TestScrape scrapes a target into the store: its samples with the
+// target's labels, metric relabelling, the report series, and the
+// metadata; and targets that fail in every way a target can, each with
+// its reason and nothing else harmed.
+func TestScrape(t *testing.T) {
+	store := openStore(t)
+	ok := exposition(t)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, "app_up{ 1\n")
+	}))
+	defer garbage.Close()
+	hangs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hangs.Close()
+	conf := fmt.Sprintf(`global:
+  scrape_interval: 200ms
+  scrape_timeout: 150ms
+scrape_configs:
+  - job_name: app
+    static_configs: [{targets: [%q], labels: {team: web}}]
+    metric_relabel_configs:
+      - {source_labels: [code], regex: "500", action: drop}
+  - job_name: failing
+    static_configs: [{targets: [%q]}]
+  - job_name: garbage
+    static_configs: [{targets: [%q]}]
+  - job_name: hangs
+    static_configs: [{targets: [%q]}]
+  - job_name: toobig
+    body_size_limit: 20B
+    static_configs: [{targets: [%q]}]
+  - job_name: limited
+    sample_limit: 1
+    static_configs: [{targets: [%q]}]
+`, host(ok), host(failing), host(garbage), host(hangs), host(ok), host(ok))
+	s := newScraper(t, store, conf)
+
+	waitFor(t, "two scrapes of app", func() bool {
+		v, ok := last(t, store, "__name__", "app_requests_total", "job", "app", "code", "200")
+		return ok && v >= 2
+	})
+	inst := host(ok)
+	if _, found := last(t, store, "__name__", "app_requests_total", "job", "app", "instance", inst, "team", "web", "code", "200"); !found {
+		t.Error("the scraped series lacks the target's labels")
+	}
+	if _, found := last(t, store, "__name__", "app_requests_total", "job", "app", "code", "500"); found {
+		t.Error("metric_relabel_configs did not drop code=500")
+	}
+	for name, want := range map[string]float64{"up": 1, "scrape_samples_scraped": 3, "scrape_samples_post_metric_relabeling": 2} {
+		if v, _ := last(t, store, "__name__", name, "job", "app"); v != want {
+			t.Errorf("%s{job=app} = %v, want %v", name, v, want)
+		}
+	}
+	if md := store.Metadata("app_requests_total"); md["app_requests_total"].Type != "counter" || md["app_requests_total"].Help != "Requests served." {
+		t.Errorf("metadata of app_requests_total: %+v", md)
+	}
+
+	for pool, want := range map[string]string{
+		"failing": "500 Internal Server Error",
+		"garbage": "expected",
+		"hangs":   "context deadline exceeded",
+		"toobig":  "body size limit",
+		"limited": "sample limit exceeded",
+	} {
+		waitFor(t, pool+" to fail", func() bool {
+			err := target(t, s, pool).LastError()
+			return err != nil && strings.Contains(err.Error(), want)
+		})
+		if h := target(t, s, pool).Health(); h != promscrape.HealthBad {
+			t.Errorf("%s: health %s, want down", pool, h)
+		}
+		waitFor(t, "up{job="+pool+"} = 0", func() bool {
+			v, found := last(t, store, "__name__", "up", "job", pool)
+			return found && v == 0
+		})
+	}
+	if _, found := last(t, store, "__name__", "app_temperature_celsius", "job", "limited"); found {
+		t.Error("a scrape over sample_limit stored samples")
+	}
+	if v, _ := last(t, store, "__name__", "up", "job", "app"); v != 1 {
+		t.Errorf("up{job=app} = %v after the other targets failed", v)
+	}
+}
+
+// TestScrapeStaleness discovers targets from a file and changes it: a
+// target that goes has its series and up marked stale, as Prometheus
+// marks them; a reload that drops the job stops its scrapes.
+func TestScrapeStaleness(t *testing.T) {
+	store := openStore(t)
+	a, b := exposition(t), exposition(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "targets.json")
+	writeTargets := func(hosts ...string) {
+		t.Helper()
+		q := make([]string, len(hosts))
+		for i, h := range hosts {
+			q[i] = fmt.Sprintf("%q", h)
+		}
+		if err := os.WriteFile(file+".tmp", []byte(`[{"targets": [`+strings.Join(q, ",")+`]}]`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".tmp", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTargets(host(a), host(b))
+	conf := fmt.Sprintf(`global:
+  scrape_interval: 200ms
+  scrape_timeout: 150ms
+scrape_configs:
+  - job_name: files
+    file_sd_configs: [{files: [%q], refresh_interval: 100ms}]
+`, file)
+	s := newScraper(t, store, conf)
+	for _, h := range []string{host(a), host(b)} {
+		waitFor(t, "a scrape of "+h, func() bool {
+			v, found := last(t, store, "__name__", "up", "instance", h)
+			return found && v == 1
+		})
+	}
+	writeTargets(host(a))
+	waitFor(t, "the stale markers of "+host(b), func() bool {
+		v, _ := last(t, store, "__name__", "up", "instance", host(b))
+		return value.IsStaleNaN(v)
+	})
+	if v, _ := last(t, store, "__name__", "app_requests_total", "instance", host(b), "code", "200"); !value.IsStaleNaN(v) {
+		t.Errorf("the last sample of the gone target's counter is %v, not a stale marker", v)
+	}
+	if v, _ := last(t, store, "__name__", "up", "instance", host(a)); v != 1 {
+		t.Errorf("up of the target that stays = %v", v)
+	}
+
+	// A reload without the job stops its scrapes. (Prometheus writes no
+	// staleness markers for a job that leaves the configuration.)
+	c, err := config.Load("global:\n  scrape_interval: 200ms\n", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyConfig(c); err != nil {
+		t.Fatal(err)
+	}
+	if pools := s.ScrapePools(); len(pools) != 0 {
+		t.Errorf("scrape pools after the reload: %v", pools)
+	}
+	waitFor(t, "the last scrape of "+host(a), func() bool {
+		before, _ := last(t, store, "__name__", "app_requests_total", "instance", host(a), "code", "200")
+		time.Sleep(500 * time.Millisecond)
+		after, _ := last(t, store, "__name__", "app_requests_total", "instance", host(a), "code", "200")
+		return before == after
+	})
+}
+
+func TestSelfConfig(t *testing.T) {
+	for addr, want := range map[string]string{
+		"[::]:9201":      "localhost:9201",
+		"0.0.0.0:9201":   "localhost:9201",
+		":9201":          "localhost:9201",
+		"127.0.0.1:9301": "127.0.0.1:9301",
+	} {
+		c, err := SelfConfig(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scfgs, err := c.GetScrapeConfigs()
+		if err != nil || len(scfgs) != 1 || scfgs[0].JobName != "strata" || time.Duration(scfgs[0].ScrapeInterval) != 15*time.Second {
+			t.Fatalf("%s: %v %+v", addr, err, scfgs)
+		}
+		sc, ok := scfgs[0].ServiceDiscoveryConfigs[0].(discovery.StaticConfig)
+		if !ok || len(sc) != 1 || len(sc[0].Targets) != 1 || string(sc[0].Targets[0][model.AddressLabel]) != want {
+			t.Errorf("%s: targets %v, want %s", addr, scfgs[0].ServiceDiscoveryConfigs, want)
+		}
+	}
+	if _, err := SelfConfig("nonsense"); err == nil {
+		t.Error("an address without a port gave a configuration")
+	}
+}
