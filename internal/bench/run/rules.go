@@ -12,6 +12,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
 
 	"github.com/strata-db/strata/internal/bench/client"
 	"github.com/strata-db/strata/internal/bench/report"
@@ -120,7 +121,7 @@ func (w *Rules) Prepare(_ context.Context, env *Env) error {
 	if err := os.WriteFile(w.rulesPath, []byte(workload.RuleFile(w.interval())), 0o644); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf("global:\n  evaluation_interval: %s\nrule_files:\n  - %s\n", w.interval(), strconv.Quote(w.rulesPath))
+	cfg := fmt.Sprintf("global:\n  evaluation_interval: %s\nrule_files:\n  - %s\n", model.Duration(w.interval()), strconv.Quote(w.rulesPath))
 	if err := os.WriteFile(w.configPath, []byte(cfg), 0o644); err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/strata-db/strata/internal/bench/client"
 	"github.com/strata-db/strata/internal/bench/report"
 	"github.com/strata-db/strata/internal/bench/stats"
@@ -122,7 +124,7 @@ scrape_configs:
       - {source_labels: [__address__], target_label: __param_target}
       - {source_labels: [__param_target], target_label: instance}
       - {target_label: __address__, replacement: %q}
-`, w.opts.Interval, timeout, strings.Join(names, ", "), ts.addr)
+`, model.Duration(w.opts.Interval), model.Duration(timeout), strings.Join(names, ", "), ts.addr)
 	w.configPath = filepath.Join(env.WorkDir, "scrape.yml")
 	if err := os.WriteFile(w.configPath, []byte(cfg), 0o644); err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // Rule set sizes: RecordingRules and AlertingRules in RuleGroups groups,
@@ -33,7 +35,7 @@ func RuleFile(interval time.Duration) string {
 	b.WriteString("groups:\n")
 	regions, clusters := topology[0].values, topology[2].values
 	for g := range RuleGroups {
-		fmt.Fprintf(&b, "- name: slices%d\n  interval: %s\n  rules:\n", g, interval)
+		fmt.Fprintf(&b, "- name: slices%d\n  interval: %s\n  rules:\n", g, model.Duration(interval))
 		for s := g; s < ruleSlices; s += RuleGroups {
 			sel := fmt.Sprintf(`region="%s",cluster="%s"`, regions[s/len(clusters)], clusters[s%len(clusters)])
 			writeSliceRules(&b, sel)
