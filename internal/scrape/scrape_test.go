@@ -10,17 +10,22 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	promscrape "github.com/prometheus/prometheus/scrape"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/strata-db/strata/internal/db"
 	"github.com/strata-db/strata/internal/vfs/crashfs"
@@ -307,4 +312,97 @@ func TestSelfConfig(t *testing.T) {
 	if _, err := SelfConfig("nonsense"); err == nil {
 		t.Error("an address without a port gave a configuration")
 	}
+}
+
+// TestScrapeFormats scrapes OpenMetrics with an exemplar and explicit
+// timestamps, and protobuf with a native histogram: the timestamps are
+// honoured, the exemplar and the histogram stored.
+func TestScrapeFormats(t *testing.T) {
+	store := openStore(t)
+	at := time.Now().Add(-time.Minute).Truncate(time.Second)
+	om := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+		ts := strconv.FormatInt(at.Unix(), 10)
+		fmt.Fprintf(w, "# TYPE om_requests counter\n# HELP om_requests Requests.\nom_requests_total{path=\"/a\"} 5 %s # {trace_id=\"abc\"} 1.0 %s\n# EOF\n", ts, ts)
+	}))
+	defer om.Close()
+	pb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		format := expfmt.NewFormat(expfmt.TypeProtoDelim)
+		w.Header().Set("Content-Type", string(format))
+		h := &dto.Histogram{
+			SampleCount: proto.Uint64(10), SampleSum: proto.Float64(12.5),
+			Schema: proto.Int32(0), ZeroThreshold: proto.Float64(1e-128), ZeroCount: proto.Uint64(1),
+			PositiveSpan:  []*dto.BucketSpan{{Offset: proto.Int32(0), Length: proto.Uint32(2)}},
+			PositiveDelta: []int64{4, 1},
+		}
+		mf := &dto.MetricFamily{Name: proto.String("nh_latency_seconds"), Help: proto.String("Latency."), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{{Histogram: h}}}
+		if err := expfmt.NewEncoder(w, format).Encode(mf); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer pb.Close()
+	newScraper(t, store, fmt.Sprintf(`global:
+  scrape_interval: 200ms
+  scrape_timeout: 150ms
+scrape_configs:
+  - job_name: om
+    scrape_protocols: [OpenMetricsText1.0.0]
+    static_configs: [{targets: [%q]}]
+  - job_name: pb
+    scrape_protocols: [PrometheusProto]
+    scrape_native_histograms: true
+    static_configs: [{targets: [%q]}]
+`, host(om), host(pb)))
+
+	waitFor(t, "the OpenMetrics sample", func() bool {
+		_, found := last(t, store, "__name__", "om_requests_total", "job", "om")
+		return found
+	})
+	q, err := store.Querier(0, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "om_requests_total"))
+	for ss.Next() {
+		it := ss.At().Iterator(nil)
+		for it.Next() != chunkenc.ValNone {
+			if ts, v := it.At(); ts != at.UnixMilli() || v != 5 {
+				t.Errorf("om_requests_total sample %v at %d, want 5 at %d (the exposition's timestamp)", v, ts, at.UnixMilli())
+			}
+		}
+	}
+	waitFor(t, "the exemplar", func() bool {
+		eq, err := store.ExemplarQuerier(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := eq.Select(0, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "om_requests_total")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res) == 1 && len(res[0].Exemplars) == 1 && res[0].Exemplars[0].Labels.Get("trace_id") == "abc" && res[0].Exemplars[0].Ts == at.UnixMilli()
+	})
+
+	waitFor(t, "the native histogram", func() bool {
+		q, err := store.Querier(0, math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "nh_latency_seconds"))
+		for ss.Next() {
+			it := ss.At().Iterator(nil)
+			for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+				if vt != chunkenc.ValHistogram {
+					t.Fatalf("nh_latency_seconds holds a %v sample, want a histogram", vt)
+				}
+				_, h := it.AtHistogram(nil)
+				if h.Count == 10 && h.Sum == 12.5 && h.ZeroCount == 1 {
+					return true
+				}
+			}
+		}
+		return false
+	})
 }
