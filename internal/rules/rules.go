@@ -221,7 +221,8 @@ func ruleFiles(patterns []string) ([]string, error) {
 func (e *Evaluator) Run() {
 	e.running = true
 	go func() {
-		if err := e.discovery.Run(); err != nil {
+		// Stop ends it with its context: no error then.
+		if err := e.discovery.Run(); err != nil && !errors.Is(err, context.Canceled) {
 			e.logger.Error("Alertmanager discovery stopped", "err", err)
 		}
 	}()

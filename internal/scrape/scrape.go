@@ -152,7 +152,8 @@ func (s *Scraper) ApplyConfig(conf *config.Config) error {
 func (s *Scraper) Run() {
 	s.running = true
 	go func() {
-		if err := s.discovery.Run(); err != nil {
+		// Stop ends it with its context: no error then.
+		if err := s.discovery.Run(); err != nil && !errors.Is(err, context.Canceled) {
 			s.logger.Error("target discovery stopped", "err", err)
 		}
 	}()
