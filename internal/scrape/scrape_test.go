@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,8 +22,10 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
 	promscrape "github.com/prometheus/prometheus/scrape"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"google.golang.org/protobuf/proto"
@@ -171,7 +174,10 @@ scrape_configs:
   - job_name: limited
     sample_limit: 1
     static_configs: [{targets: [%q]}]
-`, host(ok), host(failing), host(garbage), host(hangs), host(ok), host(ok))
+  - job_name: labels
+    label_limit: 3
+    static_configs: [{targets: [%q]}]
+`, host(ok), host(failing), host(garbage), host(hangs), host(ok), host(ok), host(ok))
 	s := newScraper(t, store, conf)
 
 	waitFor(t, "two scrapes of app", func() bool {
@@ -200,6 +206,7 @@ scrape_configs:
 		"hangs":   "context deadline exceeded",
 		"toobig":  "body size limit",
 		"limited": "sample limit exceeded",
+		"labels":  "label_limit exceeded",
 	} {
 		waitFor(t, pool+" to fail", func() bool {
 			err := target(t, s, pool).LastError()
@@ -405,4 +412,134 @@ scrape_configs:
 		}
 		return false
 	})
+}
+
+// samples returns the float samples of the one series matching sel.
+func samples(t *testing.T, store *db.DB, sel ...string) []promql.FPoint {
+	t.Helper()
+	var ms []*labels.Matcher
+	for i := 0; i < len(sel); i += 2 {
+		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, sel[i], sel[i+1]))
+	}
+	q, err := store.Querier(0, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, ms...)
+	var ps []promql.FPoint
+	for n := 0; ss.Next(); n++ {
+		if n > 0 {
+			t.Fatalf("%v matches more than one series", sel)
+		}
+		it := ss.At().Iterator(nil)
+		for it.Next() == chunkenc.ValFloat {
+			ts, v := it.At()
+			ps = append(ps, promql.FPoint{T: ts, F: v})
+		}
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// TestScrapeOptions scrapes one target under the options that change
+// what is stored: honor_labels, honor_timestamps, track_timestamps_staleness
+// and the conversion of classic histograms to native ones with custom
+// buckets, the target found by HTTP discovery.
+func TestScrapeOptions(t *testing.T) {
+	store := openStore(t)
+	stamped := time.Now().Add(-time.Minute).Truncate(time.Second)
+	var gone atomic.Bool
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, "# TYPE app_info gauge\napp_info{job=\"exported\",instance=\"elsewhere\"} 1\n")
+		if !gone.Load() {
+			fmt.Fprintf(w, "# TYPE app_stamped gauge\napp_stamped 7 %d\n", stamped.UnixMilli())
+		}
+		fmt.Fprint(w, "# TYPE app_latency_seconds histogram\napp_latency_seconds_bucket{le=\"0.1\"} 1\napp_latency_seconds_bucket{le=\"1\"} 3\napp_latency_seconds_bucket{le=\"+Inf\"} 4\napp_latency_seconds_sum 2.5\napp_latency_seconds_count 4\n")
+	}))
+	defer app.Close()
+	sd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `[{"targets": [%q], "labels": {"team": "web"}}]`, host(app))
+	}))
+	defer sd.Close()
+	job := func(name, options string) string {
+		return fmt.Sprintf("  - job_name: %s\n    http_sd_configs: [{url: %q, refresh_interval: 100ms}]\n%s", name, sd.URL, options)
+	}
+	newScraper(t, store, "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\nscrape_configs:\n"+
+		job("honored", "    honor_labels: true\n    track_timestamps_staleness: true\n")+
+		job("plain", "    honor_timestamps: false\n    convert_classic_histograms_to_nhcb: true\n")+
+		job("untracked", "    always_scrape_classic_histograms: true\n    convert_classic_histograms_to_nhcb: true\n"))
+
+	waitFor(t, "a scrape of every job", func() bool {
+		for _, job := range []string{"honored", "plain", "untracked"} {
+			if v, _ := last(t, store, "__name__", "up", "job", job, "team", "web"); v != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if _, found := last(t, store, "__name__", "app_info", "job", "exported", "instance", "elsewhere", "team", "web"); !found {
+		t.Error("honor_labels: the exposition's job and instance were not kept")
+	}
+	if _, found := last(t, store, "__name__", "app_info", "job", "plain", "instance", host(app), "exported_job", "exported", "exported_instance", "elsewhere"); !found {
+		t.Error("without honor_labels, the exposition's job and instance did not become exported_job and exported_instance")
+	}
+	if ps := samples(t, store, "__name__", "app_stamped", "job", "honored"); len(ps) != 1 || ps[0].T != stamped.UnixMilli() {
+		t.Errorf("honor_timestamps: app_stamped holds %v, want one sample at the exposition's %d", ps, stamped.UnixMilli())
+	}
+	for _, p := range samples(t, store, "__name__", "app_stamped", "job", "plain") {
+		if p.T == stamped.UnixMilli() {
+			t.Errorf("honor_timestamps false: a sample stored at the exposition's timestamp")
+		}
+	}
+
+	// Classic histograms: converted to one native histogram with custom
+	// buckets, and kept as well where always_scrape_classic_histograms
+	// says so.
+	for _, job := range []string{"plain", "untracked"} {
+		q, err := store.Querier(0, math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "app_latency_seconds"), labels.MustNewMatcher(labels.MatchEqual, "job", job))
+		if !ss.Next() {
+			t.Fatalf("%s: no app_latency_seconds", job)
+		}
+		it := ss.At().Iterator(nil)
+		if vt := it.Next(); vt != chunkenc.ValFloatHistogram && vt != chunkenc.ValHistogram {
+			t.Fatalf("%s: app_latency_seconds holds a %v sample, want a histogram", job, vt)
+		}
+		_, h := it.AtFloatHistogram(nil)
+		if h.Schema != histogram.CustomBucketsSchema || h.Count != 4 || h.Sum != 2.5 || !slices.Equal(h.CustomValues, []float64{0.1, 1}) {
+			t.Errorf("%s: app_latency_seconds = %v (schema %d, bounds %v), want 4 observations summing to 2.5 over bounds 0.1 and 1", job, h, h.Schema, h.CustomValues)
+		}
+		q.Close()
+	}
+	if _, found := last(t, store, "__name__", "app_latency_seconds_bucket", "job", "plain", "le", "1.0"); found {
+		t.Error("a converted classic histogram kept its bucket series")
+	}
+	if v, _ := last(t, store, "__name__", "app_latency_seconds_bucket", "job", "untracked", "le", "1.0"); v != 3 {
+		t.Errorf("always_scrape_classic_histograms: bucket le=1.0 = %v, want 3", v)
+	}
+
+	// A series with its own timestamps that goes is marked stale only
+	// with track_timestamps_staleness; one whose timestamps are not
+	// honoured is marked as any other.
+	gone.Store(true)
+	waitFor(t, "the stale markers of app_stamped", func() bool {
+		a, _ := last(t, store, "__name__", "app_stamped", "job", "honored")
+		b, _ := last(t, store, "__name__", "app_stamped", "job", "plain")
+		return value.IsStaleNaN(a) && value.IsStaleNaN(b)
+	})
+	scraped := len(samples(t, store, "__name__", "up", "job", "untracked"))
+	waitFor(t, "two more scrapes of untracked", func() bool {
+		return len(samples(t, store, "__name__", "up", "job", "untracked")) >= scraped+2
+	})
+	if ps := samples(t, store, "__name__", "app_stamped", "job", "untracked"); len(ps) != 1 || ps[0].F != 7 {
+		t.Errorf("without track_timestamps_staleness, app_stamped holds %v, want only the exposition's sample", ps)
+	}
 }
