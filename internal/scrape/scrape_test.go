@@ -88,31 +88,11 @@ func host(srv *httptest.Server) string {
 // last returns the newest sample of the one series matching sel.
 func last(t *testing.T, store *db.DB, sel ...string) (float64, bool) {
 	t.Helper()
-	var ms []*labels.Matcher
-	for i := 0; i < len(sel); i += 2 {
-		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, sel[i], sel[i+1]))
+	ps := samples(t, store, sel...)
+	if len(ps) == 0 {
+		return 0, false
 	}
-	q, err := store.Querier(0, math.MaxInt64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	ss := q.Select(context.Background(), false, nil, ms...)
-	v, found := 0.0, false
-	for ss.Next() {
-		if found {
-			t.Fatalf("%v matches more than one series", sel)
-		}
-		it := ss.At().Iterator(nil)
-		for it.Next() != 0 {
-			_, v = it.At()
-			found = true
-		}
-	}
-	if err := ss.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return v, found
+	return ps[len(ps)-1].F, true
 }
 
 // waitFor polls cond until it holds.
