@@ -23,12 +23,9 @@ type MetadataSource interface {
 // applies limit_per_metric only when it is positive, so that parameter is
 // checked but never cuts anything.
 func (a *API) metricMetadata(r *http.Request) result {
-	limit := -1
-	if s := r.FormValue("limit"); s != "" {
-		var err error
-		if limit, err = strconv.Atoi(s); err != nil {
-			return errResult(badData(errors.New("limit must be a number")))
-		}
+	limit, err := parseMetadataLimit(r.FormValue("limit"))
+	if err != nil {
+		return errResult(badData(err))
 	}
 	if s := r.FormValue("limit_per_metric"); s != "" {
 		if _, err := strconv.Atoi(s); err != nil {

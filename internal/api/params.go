@@ -90,6 +90,20 @@ func parseLimit(s string) (int, error) {
 	return n, nil
 }
 
+// parseMetadataLimit reads the limit of the metadata endpoints, which
+// Prometheus takes as any number: a negative one, and the absent one,
+// means none.
+func parseMetadataLimit(s string) (int, error) {
+	if s == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, errors.New("limit must be a number")
+	}
+	return n, nil
+}
+
 // hintLimit is the limit passed down to a querier: one more than the
 // caller's, so that a full answer tells us the result was truncated.
 func hintLimit(limit int) int {

@@ -1,12 +1,10 @@
 package api
 
 import (
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,12 +45,15 @@ type droppedTargetJSON struct {
 	ScrapePool       string        `json:"scrapePool"`
 }
 
-// sortedPools returns the pools of targets in order, and how many
-// targets they hold.
-func sortedPools(targets map[string][]*scrape.Target) ([]string, int) {
+// sortedPools returns the pools of targets in order, only pool if it is
+// not empty, and how many targets they hold.
+func sortedPools(targets map[string][]*scrape.Target, pool string) ([]string, int) {
 	pools := make([]string, 0, len(targets))
 	n := 0
 	for p, ts := range targets {
+		if pool != "" && p != pool {
+			continue
+		}
 		pools = append(pools, p)
 		n += len(ts)
 	}
@@ -72,22 +73,19 @@ func (a *API) targets(r *http.Request) result {
 		ActiveTargets       []*targetJSON        `json:"activeTargets"`
 		DroppedTargets      []*droppedTargetJSON `json:"droppedTargets"`
 		DroppedTargetCounts map[string]int       `json:"droppedTargetCounts"`
-	}{[]*targetJSON{}, []*droppedTargetJSON{}, map[string]int{}}
+	}{[]*targetJSON{}, []*droppedTargetJSON{}, nil}
+	if showDropped {
+		res.DroppedTargetCounts = map[string]int{}
+	}
 	if a.targetSource == nil {
-		if !showDropped {
-			res.DroppedTargetCounts = nil
-		}
 		return result{data: jsonData{res}}
 	}
 	b := labels.NewBuilder(labels.EmptyLabels())
 	if showActive {
 		active := a.targetSource.TargetsActive()
-		pools, n := sortedPools(active)
+		pools, n := sortedPools(active, pool)
 		res.ActiveTargets = make([]*targetJSON, 0, n)
 		for _, p := range pools {
-			if pool != "" && p != pool {
-				continue
-			}
 			for _, t := range active[p] {
 				lastErr := ""
 				if err := t.LastError(); err != nil {
@@ -112,18 +110,13 @@ func (a *API) targets(r *http.Request) result {
 	if showDropped {
 		res.DroppedTargetCounts = a.targetSource.TargetsDroppedCounts()
 		dropped := a.targetSource.TargetsDropped()
-		pools, n := sortedPools(dropped)
+		pools, n := sortedPools(dropped, pool)
 		res.DroppedTargets = make([]*droppedTargetJSON, 0, n)
 		for _, p := range pools {
-			if pool != "" && p != pool {
-				continue
-			}
 			for _, t := range dropped[p] {
 				res.DroppedTargets = append(res.DroppedTargets, &droppedTargetJSON{DiscoveredLabels: t.DiscoveredLabels(b), ScrapePool: p})
 			}
 		}
-	} else {
-		res.DroppedTargetCounts = nil
 	}
 	return result{data: jsonData{res}}
 }
@@ -172,12 +165,9 @@ type targetMetadataJSON struct {
 // match_target selects, of metric or of every family, at most limit
 // entries.
 func (a *API) targetMetadata(r *http.Request) result {
-	limit := -1
-	if s := r.FormValue("limit"); s != "" {
-		var err error
-		if limit, err = strconv.Atoi(s); err != nil {
-			return errResult(badData(errors.New("limit must be a number")))
-		}
+	limit, err := parseMetadataLimit(r.FormValue("limit"))
+	if err != nil {
+		return errResult(badData(err))
 	}
 	var matchers []*labels.Matcher
 	if s := r.FormValue("match_target"); s != "" {
@@ -193,7 +183,7 @@ func (a *API) targetMetadata(r *http.Request) result {
 	}
 	b := labels.NewBuilder(labels.EmptyLabels())
 	active := a.targetSource.TargetsActive()
-	pools, _ := sortedPools(active)
+	pools, _ := sortedPools(active, "")
 	for _, p := range pools {
 		for _, t := range active[p] {
 			if limit >= 0 && len(res) >= limit {
