@@ -292,29 +292,33 @@ func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e e
 	if h.opts.MaxExemplars <= 0 {
 		return ref, nil
 	}
-	var s *memSeries
-	if ref != 0 {
-		s = h.series.getByRef(ref)
-	}
-	if s == nil {
-		s = h.series.getByHash(lset.Hash(), lset)
-	}
 	if a.gen < 0 {
 		a.gen = h.appenderGens.enter()
 	}
-	unlogged := false
-	if s != nil && s != a.last {
+	// An exemplar may come before any sample of its series, or without
+	// one: it creates the series, as in Prometheus, which a query then
+	// finds by its exemplars only.
+	var (
+		s        *memSeries
+		err      error
+		unlogged bool
+	)
+	for {
+		if s, err = a.series(ref, lset); err != nil {
+			return 0, err
+		}
+		if s == a.last {
+			break
+		}
 		s.mu.Lock()
-		live := s.takeForAppend()
+		if !s.takeForAppend() {
+			s.mu.Unlock()
+			ref = 0
+			continue
+		}
 		unlogged = !s.logged()
 		s.mu.Unlock()
-		if !live {
-			s = nil
-		}
-	}
-	if s == nil {
-		// Exemplars come with samples, which create the series.
-		return 0, fmt.Errorf("%w: exemplar for series %s, which has no samples", storage.ErrInvalidLabels, lset)
+		break
 	}
 	dup, err := h.exemplars.validate(s.ref, e)
 	if err != nil {

@@ -124,6 +124,45 @@ func TestExemplars(t *testing.T) {
 	}
 }
 
+// TestExemplarCreatesSeries stores an exemplar of a series that has no
+// samples, as Prometheus does: the exemplar creates the series, which
+// holds no samples and is found by its exemplars, after a restart too
+// (from the WAL, then from a checkpoint).
+func TestExemplarCreatesSeries(t *testing.T) {
+	opts := DefaultOptions()
+	opts.WALDir = t.TempDir()
+	opts.MaxExemplars = 4
+	opts.CheckpointOnClose = false
+	h, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := labels.FromStrings("__name__", "m", "s", "c")
+	app := h.Appender(context.Background())
+	if _, err := app.AppendExemplar(0, c, exemplarAt(1000, "c1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	m := labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")
+	want := []string{"c: c1@1000"}
+	for i, cp := range []bool{false, true, false} {
+		if got := selectExemplars(t, h, math.MinInt64, math.MaxInt64, m); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("open %d: got %q, want %q", i, got, want)
+		}
+		if got := readAll(t, h, math.MinInt64, math.MaxInt64, m); len(got) != 0 {
+			t.Fatalf("open %d: samples %v of a series that has none", i, got)
+		}
+		h.Close()
+		opts.CheckpointOnClose = cp
+		if h, err = Open(opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Close()
+}
+
 // TestExemplarReplacesItsSeriesLast stores an exemplar whose slot in a
 // full ring holds its own series' only exemplar: the series keeps the new
 // one, where evicting the old one removed the series and left the new

@@ -75,7 +75,8 @@ type Appender interface {
 	// samples of the batch are unaffected.
 	Append(ref SeriesRef, lset labels.Labels, s Sample) (SeriesRef, error)
 	// AppendExemplar attaches an exemplar to the series with labels lset
-	// (or ref, as for Append); it is stored with the batch. e.Labels is
+	// (or ref, as for Append), creating the series if there is none; it
+	// is stored with the batch. e.Labels is
 	// not retained after the call. An exact repeat of the series' newest
 	// exemplar is accepted and dropped.
 	AppendExemplar(ref SeriesRef, lset labels.Labels, e exemplar.Exemplar) (SeriesRef, error)

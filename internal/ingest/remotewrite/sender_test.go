@@ -110,8 +110,8 @@ func TestRealSender(t *testing.T) {
 // TestRealSenderExemplarOnlySeries sends exemplars the way Prometheus
 // does, each in a series of its own that has labels and exemplars but no
 // samples or histograms: next to a series with the samples, alone for a
-// series the store has, and alone for one it does not have, which has
-// nothing to attach the exemplar to.
+// series the store has, and alone for one it does not have, which the
+// exemplar creates, as in Prometheus.
 func TestRealSenderExemplarOnlySeries(t *testing.T) {
 	for _, version := range []remoteapi.WriteMessageType{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType} {
 		t.Run(string(version), func(t *testing.T) {
@@ -140,11 +140,11 @@ func TestRealSenderExemplarOnlySeries(t *testing.T) {
 				exemplarTestSeries{labels: reqs, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "a1"}}, Value: 1, Timestamp: 1000}})
 			send("exemplar alone, series exists", 0, 1,
 				exemplarTestSeries{labels: reqs, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "b2"}}, Value: 1, Timestamp: 2000}})
-			send("exemplar alone, no such series", 0, 0,
+			send("exemplar alone, no such series", 0, 1,
 				exemplarTestSeries{labels: []string{"__name__", "never_sampled", "job", "api"}, exemplar: &prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: "c3"}}, Value: 1, Timestamp: 3000}})
 
-			if got := storedExemplars(t, hd); !slices.Equal(got, []string{`{__name__="reqs_total", job="api"} a1@1000 b2@2000`}) {
-				t.Fatalf("stored exemplars %q, want a1 and b2 on reqs_total", got)
+			if got := storedExemplars(t, hd); !slices.Equal(got, []string{`{__name__="never_sampled", job="api"} c3@3000`, `{__name__="reqs_total", job="api"} a1@1000 b2@2000`}) {
+				t.Fatalf("stored exemplars %q, want c3 on never_sampled, a1 and b2 on reqs_total", got)
 			}
 			if got := stored(t, hd); len(got) != 1 || got[`{__name__="reqs_total", job="api"}`] != 1 {
 				t.Fatalf("stored %v, want only reqs_total's sample", got)

@@ -86,20 +86,15 @@ func (b *batch) histograms(lset labels.Labels, hs []rwpb.Histogram, hb *histogra
 //
 // The series need not have samples in this request: Prometheus sends an
 // exemplar in a series of its own, with labels and nothing else, in both
-// versions. Such an exemplar is stored if the store has the series, from
-// this request or an earlier one. If not, there is nothing to attach it to
-// and it is dropped, neither counted as written nor rejected, as
-// Prometheus' own receiver does; the store answers that case, and only
-// that one, with ErrInvalidLabels and no reference (an exemplar it refuses
-// for its own labels comes back with the series' reference).
+// versions. Such an exemplar is stored, and counted as written, whether or
+// not the store has the series yet: as in Prometheus' receiver, an
+// exemplar of a series that has no samples creates it.
 func (b *batch) exemplar(lset labels.Labels, e exemplar.Exemplar) error {
 	ref, err := b.app.AppendExemplar(b.ref, lset, e)
 	switch {
 	case err == nil:
 		b.ref = ref
 		b.written.exemplars++
-	case ref == 0 && errors.Is(err, storage.ErrInvalidLabels):
-		b.logger.Debug("exemplar of an unknown series dropped", "err", err)
 	case ingest.IsBadData(err):
 		b.rj.Add(0, err)
 	default:
