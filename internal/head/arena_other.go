@@ -24,6 +24,8 @@ func (*blockFile) write([]byte, int) error { return errors.ErrUnsupported }
 
 func (*blockFile) read([]byte, int) error { return errors.ErrUnsupported }
 
+func (*blockFile) readUpTo([]byte, int) error { return errors.ErrUnsupported }
+
 func unmapFileBlock(*blockFile, []byte) {}
 
 func dropPages([]byte) {}

@@ -66,6 +66,26 @@ func (f *blockFile) read(b []byte, off int) error {
 	return f.full("read", unix.Pread, b, off)
 }
 
+// readUpTo reads the bytes at offset off of the file into b, those past
+// the file's end, which nothing wrote yet, as zeros.
+func (f *blockFile) readUpTo(b []byte, off int) error {
+	for len(b) > 0 {
+		n, err := unix.Pread(f.fd, b, int64(off))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "read", Path: f.path, Err: err}
+		}
+		if n == 0 {
+			clear(b)
+			return nil
+		}
+		b, off = b[n:], off+n
+	}
+	return nil
+}
+
 // full calls io (pread or pwrite) until all of b is done, retrying
 // after interruptions.
 func (f *blockFile) full(op string, io func(fd int, b []byte, off int64) (int, error), b []byte, off int) error {

@@ -230,9 +230,7 @@ func (h *Head) spillReplayed() {
 			if s.spill == nil {
 				s.spillOpen(m)
 			}
-			if x := &s.xor; len(x.Memory()) > chunkenc.XORInitialCap && len(x.Bytes())+chunkenc.XORSampleMaxBytes <= chunkenc.XORInitialCap {
-				s.moveOpen(&h.arena.cells, chunkenc.XORInitialCap)
-			}
+			s.shrinkOpen(&h.arena.cells, chunkenc.XORInitialCap)
 		}
 		s.mu.Unlock()
 	}

@@ -19,7 +19,11 @@ import (
 // with 10 labels, the shape of a remote-write request, in steady state
 // (series exist, buffers have grown), with closed chunks in memory or, as
 // the store keeps them, in files; each series' value is constant, or, in
-// values=noisy, changes at every sample.
+// values=noisy, changes at every sample, or, in values=counters, grows by
+// an amount of its own, as an exporter's counters do, so that the open
+// chunks of many series fill, and write their parts out, in the same
+// batch. batches=scrapes are a scrape's, whose parts are written out
+// together (see flushSpills).
 //
 //	go test ./internal/head -run NONE -bench BenchmarkAppend -benchmem -count=6 | tee new.txt
 //	benchstat old.txt new.txt
@@ -34,6 +38,17 @@ func BenchmarkAppend(b *testing.B) {
 		// write their parts out (see spillOpen).
 		b.Run(fmt.Sprintf("series=%d/chunks=files/values=noisy", nseries), func(b *testing.B) {
 			benchmarkAppend(b, nseries, true, func(i int, ts int64) float64 { return noisyValue(i, int(ts/15000)) })
+		})
+		counters := func(i int, ts int64) float64 { return float64(ts / 15000 * int64(1000+i*37%4096)) }
+		b.Run(fmt.Sprintf("series=%d/chunks=files/values=counters", nseries), func(b *testing.B) {
+			benchmarkAppend(b, nseries, true, counters)
+		})
+		// The same batches as a scrape's (see storage.WithWholeScrapes).
+		b.Run(fmt.Sprintf("series=%d/chunks=files/values=noisy/batches=scrapes", nseries), func(b *testing.B) {
+			benchmarkAppendCtx(b, storage.WithWholeScrapes(context.Background()), nseries, true, func(i int, ts int64) float64 { return noisyValue(i, int(ts/15000)) })
+		})
+		b.Run(fmt.Sprintf("series=%d/chunks=files/values=counters/batches=scrapes", nseries), func(b *testing.B) {
+			benchmarkAppendCtx(b, storage.WithWholeScrapes(context.Background()), nseries, true, counters)
 		})
 	}
 }
@@ -85,7 +100,12 @@ func appendEach(b *testing.B, h *Head, lsets []labels.Labels, ts int64) {
 // appendValues is appendEach with the value of series i at ts from
 // value, or i if value is nil.
 func appendValues(b *testing.B, h *Head, lsets []labels.Labels, ts int64, value func(i int, ts int64) float64) {
-	app := h.Appender(context.Background())
+	appendValuesCtx(b, context.Background(), h, lsets, ts, value)
+}
+
+// appendValuesCtx is appendValues with an appender for ctx.
+func appendValuesCtx(b *testing.B, ctx context.Context, h *Head, lsets []labels.Labels, ts int64, value func(i int, ts int64) float64) {
+	app := h.Appender(ctx)
 	for i, l := range lsets {
 		v := float64(i)
 		if value != nil {
@@ -114,6 +134,11 @@ func benchLabels(n int) []labels.Labels {
 }
 
 func benchmarkAppend(b *testing.B, nseries int, files bool, value func(i int, ts int64) float64) {
+	benchmarkAppendCtx(b, context.Background(), nseries, files, value)
+}
+
+// benchmarkAppendCtx is benchmarkAppend with appenders for ctx.
+func benchmarkAppendCtx(b *testing.B, ctx context.Context, nseries int, files bool, value func(i int, ts int64) float64) {
 	opts := DefaultOptions()
 	opts.WALDir = b.TempDir()
 	if files {
@@ -127,7 +152,7 @@ func benchmarkAppend(b *testing.B, nseries int, files bool, value func(i int, ts
 	lsets := benchLabels(nseries)
 	ts := int64(0)
 	batch := func() {
-		appendValues(b, h, lsets, ts, value)
+		appendValuesCtx(b, ctx, h, lsets, ts, value)
 		ts += 15000
 	}
 	batch() // create the series

@@ -107,6 +107,11 @@ type chunkMem struct {
 	// is spillOpen's and cut's buffer.
 	noSpill  bool
 	spillBuf []byte
+	// deferSpills has spillQueue get the series whose open chunks are to
+	// spill instead of spilling them at once: a commit writes their parts
+	// out together once all its samples are in (see flushSpills).
+	deferSpills bool
+	spillQueue  []queuedSpill
 	// dense, if not nil, closes float chunks as decimal ones where that
 	// is smaller (see densify).
 	dense *chunkenc.Densifier
@@ -198,6 +203,11 @@ const (
 	// read the series: a delta checkpoint writes only dirty series (see
 	// deltaMarks).
 	seriesDirty seriesState = 16
+	// seriesSpillQueued is set while an appender's commit holds the
+	// series to write its open chunk's finished part out (see
+	// flushSpills), seriesSpillWriting while that write is under way.
+	seriesSpillQueued  seriesState = 32
+	seriesSpillWriting seriesState = 64
 
 	removalMask = seriesLogged - 1
 )
@@ -426,7 +436,11 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 	x := &s.xor
 	if !x.Fits(s.maxt, s.lastV, t, v) {
 		if x.SinceDetach() >= minPartSamples && m.samples >= minSpillSamples && !m.noSpill {
-			s.spillOpen(m)
+			if m.deferSpills {
+				s.queueSpill(m)
+			} else {
+				s.spillOpen(m)
+			}
 		}
 		if !x.Fits(s.maxt, s.lastV, t, v) {
 			s.moveOpen(&m.arena.cells, m.growCap(x))
@@ -435,6 +449,13 @@ func (s *memSeries) append(t int64, v float64, m *chunkMem) {
 	x.Append(s.maxt, s.lastV, t, v)
 	s.setNewest(t, first)
 	s.lastV = v
+	// A commit writes its parts once its samples are in: queued now, if
+	// the next sample is unlikely to fit, the chunk is written out
+	// before it comes, and need not grow for it first (see flushSpills).
+	if m.deferSpills && x.SinceDetach() >= minPartSamples && m.samples >= minSpillSamples && !m.noSpill &&
+		x.Room() < len(x.Bytes())*3/(2*x.SinceDetach())+1 {
+		s.queueSpill(m)
+	}
 }
 
 // An open chunk writes out a part (see spillOpen) before a sample its
@@ -473,39 +494,19 @@ const minSpillSamples = 16
 // ranges), so their open chunks are full at the same moment, and the
 // head's peak memory was theirs at full size: half of the heap at a
 // million series. With the arena in files, the parts written are in the
-// page cache instead. Each costs a write. mu must be held.
+// page cache instead. Each costs a write: a commit queues its series'
+// parts and writes them together (flushSpills), and spillOpen writes one
+// where there is no commit (spillReplayed). mu must be held.
 func (s *memSeries) spillOpen(m *chunkMem) {
-	c := &s.xor
-	f := c.Finished()
-	if len(f) < minSpillBytes {
-		return
+	region, off, fresh, part := s.takePart(m, m.spillBuf[:0])
+	m.spillBuf = part
+	switch {
+	case region == nil:
+	case m.arena.write(region, off, part) == nil:
+		s.xor.Detach(len(part))
+	case fresh:
+		m.arena.release(s.dropSpill(m.arena))
 	}
-	if s.spill != nil {
-		region, d := s.spillRegion(), c.Detached()
-		if d+len(f) <= len(region) && m.arena.write(region, d, f) == nil {
-			c.Detach(len(f))
-		}
-		return
-	}
-	// The whole chunk, if the rest is like what came so far, and an
-	// eighth more, and its trailer (see closeSpilled).
-	whole := len(f) * s.samplesAtCut(m) / c.NumSamples()
-	size := whole + whole/8 + 16 + trailerSize
-	if size > min(maxArenaChunk, math.MaxUint16) {
-		return
-	}
-	region := m.arena.reserve(size)
-	// The region's header says the chunk is full: cut writes it again
-	// only if the chunk is cut before.
-	m.spillBuf = append(m.spillBuf[:0], f...)
-	chunkenc.SetXORSampleCount(m.spillBuf, m.samples)
-	if err := m.arena.write(region, 0, m.spillBuf); err != nil {
-		m.arena.release(region)
-		return
-	}
-	c.Detach(len(f))
-	s.spill, s.spillLen = unsafe.SliceData(region), uint16(size)
-	m.arena.addOpen(1)
 }
 
 // samplesAtCut returns how many samples the open XOR chunk will hold when
@@ -523,6 +524,52 @@ func (s *memSeries) samplesAtCut(m *chunkMem) int {
 		return m.samples
 	}
 	return int(min(int64(m.samples), int64(n)+(end-1-s.maxt)/interval))
+}
+
+// queueSpill has the commit whose chunkMem m is write the open chunk's
+// finished part out once all its samples are in (see flushSpills), unless
+// a commit has it to do already. Until then the chunk grows. mu must be
+// held.
+func (s *memSeries) queueSpill(m *chunkMem) {
+	if s.state&(seriesSpillQueued|seriesSpillWriting) != 0 {
+		return
+	}
+	s.state |= seriesSpillQueued
+	m.spillQueue = append(m.spillQueue, queuedSpill{s: s, memory: len(s.xor.Memory())})
+}
+
+// queuedSpill is a series queueSpill queued, with the size of its open
+// chunk's memory then, which the chunk goes back to once the part is
+// written out (see flushSpills).
+type queuedSpill struct {
+	s      *memSeries
+	memory int
+}
+
+// retireSpill lets go of the open chunk's region, whose bytes the chunk
+// no longer needs. Readers only ever copy an open chunk's bytes under mu
+// (openBytes, checkpointEntry), so none holds them, and it is returned
+// to the arena at once, unless a part is being written into it (see
+// flushSpills): it is then retired, and freed once that write is done.
+// mu must be held.
+func (s *memSeries) retireSpill(m *chunkMem) {
+	writing := s.state&seriesSpillWriting != 0
+	region := s.dropSpill(m.arena)
+	if writing {
+		m.retired = append(m.retired, region)
+	} else {
+		m.arena.release(region)
+	}
+}
+
+// shrinkOpen moves the open XOR chunk to memory of n bytes if it has
+// more and what it holds fits in n with room for a sample: back to its
+// first allocation once replay is done, or to what it had before a
+// commit's samples once their part is written out. mu must be held.
+func (s *memSeries) shrinkOpen(cells *cellPool, n int) {
+	if x := &s.xor; len(x.Memory()) > n && len(x.Bytes())+chunkenc.XORSampleMaxBytes <= n {
+		s.moveOpen(cells, n)
+	}
 }
 
 // spillRegion returns the region spill points to, nil if none.
@@ -620,9 +667,7 @@ func (s *memSeries) cut(m *chunkMem) {
 // chunkenc), and decoding was the largest part of queries over the
 // head's last hours. A chunk that spilled has
 // its detached bytes read back from their file, and its region is
-// returned to the arena: readers only ever copy an open chunk's bytes
-// under mu (openBytes, checkpointEntry), so none holds them. mu must be
-// held.
+// returned to the arena (see retireSpill). mu must be held.
 func (s *memSeries) densify(m *chunkMem) []byte {
 	xor := s.xor.Bytes()
 	if s.spill != nil {
@@ -638,7 +683,7 @@ func (s *memSeries) densify(m *chunkMem) []byte {
 		return nil
 	}
 	if s.spill != nil {
-		m.arena.release(s.dropSpill(m.arena))
+		s.retireSpill(m)
 	}
 	return dense
 }
@@ -646,14 +691,19 @@ func (s *memSeries) densify(m *chunkMem) []byte {
 // closeSpilled writes the rest of the spilled open chunk and its trailer
 // after its detached bytes in the region, which becomes the closed
 // chunk's, and returns the trailer's address. If they do not fit, or
-// cannot be written, the chunk is put together and copied as a whole, and
-// the region is retired. mu must be held.
+// cannot be written, or a part is being written into the region, the
+// chunk is put together and copied as a whole, and the region is retired.
+// mu must be held.
 func (s *memSeries) closeSpilled(m *chunkMem) *byte {
 	c := &s.xor
+	writing := s.state&seriesSpillWriting != 0
 	region := s.dropSpill(m.arena)
 	d, rest := c.Detached(), c.Bytes()
 	n := d + len(rest)
-	if n+trailerSize <= len(region) {
+	// While a part is being written into the region (see flushSpills),
+	// the region is not the closed chunk's: that write could put its
+	// part's header over the one written here.
+	if n+trailerSize <= len(region) && !writing {
 		closed := newHeadChunk(region[:n], s.headMint(), s.maxt, chunkenc.EncXOR)
 		m.spillBuf = closed.appendTrailer(append(m.spillBuf[:0], rest...), s.last)
 		if m.arena.write(region, d, m.spillBuf) == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/strata-db/strata/internal/chunkenc"
+	"github.com/strata-db/strata/internal/storage"
 )
 
 // TestOpenChunkSpill appends series whose open chunks spill their
@@ -21,12 +22,22 @@ import (
 // copied), with late samples that rebuild it, and re-encoded as a
 // decimal chunk (see densify).
 func TestOpenChunkSpill(t *testing.T) {
-	for _, files := range []bool{true, false} {
-		name := "memory"
-		if files {
-			name = "files"
+	for _, c := range []struct {
+		name           string
+		files, scrapes bool
+	}{
+		{"memory", false, false},
+		{"files", true, false},
+		// A scrape's commits write their parts together (flushSpills).
+		{"files/scrapes", true, true},
+		{"memory/scrapes", false, true},
+	} {
+		files := c.files
+		ctx := context.Background()
+		if c.scrapes {
+			ctx = storage.WithWholeScrapes(ctx)
 		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			open := func() *Head {
 				opts := DefaultOptions()
@@ -68,7 +79,7 @@ func TestOpenChunkSpill(t *testing.T) {
 			}
 			spilled := 0
 			for i := range 700 {
-				app := h.Appender(context.Background())
+				app := h.Appender(ctx)
 				for k, v := range values {
 					ts := int64(i) * 1000
 					x := v(i)
@@ -130,7 +141,7 @@ func TestOpenChunkSpill(t *testing.T) {
 				s.mu.Unlock()
 			}
 			for i := 700; i < 900; i++ {
-				app := h.Appender(context.Background())
+				app := h.Appender(ctx)
 				for k, v := range values {
 					x := v(i)
 					mustAppend(t, app, lsets[k], int64(i)*1000, x)

@@ -14,13 +14,15 @@ import (
 
 // AppendableV2 gives Prometheus' scrape manager strata's appenders in the
 // shape of its AppenderV2, which passes a sample's start time, exemplars
-// and metadata with the sample itself.
+// and metadata with the sample itself. Each batch is a scrape of one
+// target (see storage.WithWholeScrapes).
 func AppendableV2(store storage.Appendable) promstorage.AppendableV2 { return appendableV2{store} }
 
 type appendableV2 struct{ store storage.Appendable }
 
 func (a appendableV2) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
-	return &appenderV2{app: a.store.Appender(ctx)}
+	// The scrape manager takes an appender for each scrape of a target.
+	return &appenderV2{app: a.store.Appender(storage.WithWholeScrapes(ctx))}
 }
 
 // appenderV2 is Prometheus' storage.AppenderV2 over strata's appender.

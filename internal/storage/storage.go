@@ -54,8 +54,25 @@ type Metadata struct {
 // Appendable hands out appenders.
 type Appendable interface {
 	// Appender returns a new appender. The context may carry a deadline; it
-	// does not bound Commit, which must not be abandoned half-way.
+	// does not bound Commit, which must not be abandoned half-way, and it
+	// may say that the batches are whole scrapes (WithWholeScrapes).
 	Appender(ctx context.Context) Appender
+}
+
+type wholeScrapesKey struct{}
+
+// WithWholeScrapes returns ctx for appenders whose batches are each one
+// scrape of one target: all its series, one sample each. Such series
+// start and cut their chunks together, so their open chunks fill in
+// step, and the head writes out the parts of one batch together.
+func WithWholeScrapes(ctx context.Context) context.Context {
+	return context.WithValue(ctx, wholeScrapesKey{}, true)
+}
+
+// WholeScrapes reports whether ctx came from WithWholeScrapes.
+func WholeScrapes(ctx context.Context) bool {
+	v, _ := ctx.Value(wholeScrapesKey{}).(bool)
+	return v
 }
 
 // Appender batches writes. Nothing is visible to queries or durable until
