@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/strata-db/strata/internal/chunkenc"
@@ -103,8 +104,12 @@ type arenaBlock struct {
 	// read-only mapping of it, written to with file.write.
 	file *blockFile
 	// wmu is held by every write to file, so that writeParts may read
-	// bytes around its parts and write them back unchanged.
-	wmu sync.Mutex
+	// bytes around its parts and write them back unchanged. writes counts
+	// the writes done, each added once the write returned, so that a
+	// copier can tell whether bytes it read ahead may have changed since
+	// (see chunkCopier.detached).
+	wmu    sync.Mutex
+	writes atomic.Uint64
 }
 
 // openArena returns an arena that keeps its blocks in files in dir,
@@ -244,6 +249,7 @@ func (a *chunkArena) write(region []byte, off int, b []byte) error {
 func (a *chunkArena) writeFile(blk *arenaBlock, b []byte, off int) error {
 	blk.wmu.Lock()
 	err := blk.file.write(b, off)
+	blk.writes.Add(1)
 	blk.wmu.Unlock()
 	if err != nil {
 		a.fileFailed(blk, err)
@@ -352,6 +358,7 @@ func (a *chunkArena) writeParts(parts []arenaPart, buf []byte) []byte {
 				copy(buf[int(p.addr()-blk.base)-lo:], p.b)
 			}
 			err = blk.file.write(buf, lo)
+			blk.writes.Add(1)
 		}
 		blk.wmu.Unlock()
 		if err != nil {
@@ -478,11 +485,44 @@ type chunkCopier struct {
 	winFile *blockFile
 	winOff  int
 	lead    int
+	// ahead is what detached read last from as many places in the
+	// blocks, the one used longest ago replaced first; used counts
+	// detached's reads.
+	ahead [aheadWindows]readAhead
+	used  uint64
+}
+
+// readAhead is what chunkCopier.detached read last from block blk, at
+// offset off, when blk had done writes writes: an open chunk's detached
+// bytes alone or, when that read lay close to the one before, aheadWindow
+// bytes from there. hits is how many reads it served since; used is the
+// copier's count of reads when it served the last.
+type readAhead struct {
+	b      []byte
+	blk    *arenaBlock
+	off    int
+	writes uint64
+	hits   int
+	used   uint64
 }
 
 // maxLead bounds chunkCopier.lead: an XOR chunk of 240 samples takes at
 // most 4.6 KiB, most a few hundred bytes.
 const maxLead = 4 << 10
+
+// aheadWindow is how much chunkCopier.detached reads at once. The regions
+// of the open chunks that spilled lie near one another in the order of
+// their series when a pass reaches them: in a checkpoint of a head that
+// scraped 200 targets of 5,040 series, 96% of the regions read lay within
+// 64 KiB after the start of a window, against 27% within 16 KiB, and
+// reading them one system call each was 12% of the CPU scraping took.
+// The regions of a pass' series are several such runs read in turn (the
+// series that spilled later than their neighbours have theirs elsewhere),
+// so a window is kept for each of the last aheadWindows runs.
+const (
+	aheadWindow  = 64 << 10
+	aheadWindows = 4
+)
 
 // copyChunkBuf is the smallest buffer a chunkCopier allocates: some
 // hundred chunks.
@@ -575,7 +615,64 @@ func (c *chunkCopier) alloc(n int) []byte {
 // in the copier's memory, its detached bytes read from their file. It
 // stays valid until reset.
 func (c *chunkCopier) whole(x *chunkenc.XORAppender, region []byte) ([]byte, error) {
-	return c.arena.whole(c.alloc(x.Detached()+len(x.Bytes())), x, region)
+	d := x.Detached()
+	dst := c.alloc(d + len(x.Bytes()))
+	if err := c.detached(dst[:d], region[:d]); err != nil {
+		return nil, err
+	}
+	// As in chunkArena.whole.
+	return x.AppendWhole(dst[:0], dst[:d]), nil
+}
+
+// detached copies src, the detached bytes of an open chunk, into dst.
+// Those in a file block are read ahead (see aheadWindow): the bytes read
+// serve the next reads as long as the block has taken no write since,
+// which may have changed them. The detached bytes of a series whose lock
+// is held were written before it last detached any, so a window read
+// after every write the block had done at the time holds them. A window
+// that served fewer than two reads is followed by a read of the bytes
+// alone, lest a pass that finds its regions apart, or a block taking
+// many writes, pay for a window per chunk.
+func (c *chunkCopier) detached(dst, src []byte) error {
+	blk, off := c.arena.fileBlockOf(src)
+	if blk == nil {
+		copy(dst, src)
+		return nil
+	}
+	writes := blk.writes.Load()
+	c.used++
+	w, near := &c.ahead[0], false
+	for i := range c.ahead {
+		a := &c.ahead[i]
+		if a.blk == blk && off >= a.off && off < a.off+aheadWindow {
+			w, near = a, true
+			break
+		}
+		if a.used < w.used {
+			w = a
+		}
+	}
+	n := len(dst)
+	if near {
+		if off+n <= w.off+len(w.b) && writes == w.writes {
+			copy(dst, w.b[off-w.off:])
+			w.hits++
+			w.used = c.used
+			return nil
+		}
+		if len(w.b) < aheadWindow || w.hits >= 2 {
+			n = max(n, min(aheadWindow, int(blk.end-blk.base)-off))
+		}
+	}
+	// Bytes past the end of the file read as zeros.
+	w.blk = nil
+	w.b = slices.Grow(w.b[:0], n)[:n]
+	if err := blk.file.readUpTo(w.b, off); err != nil {
+		return err
+	}
+	*w = readAhead{b: w.b, blk: blk, off: off, writes: writes, used: c.used}
+	copy(dst, w.b)
+	return nil
 }
 
 // whole puts the open chunk x, which spilled into region, together in
@@ -604,6 +701,16 @@ func (c *chunkCopier) reset() {
 // fileOf returns the file holding data, a slice copy returned, and its
 // offset there; nil if data is not in a file block.
 func (a *chunkArena) fileOf(data []byte) (*blockFile, int) {
+	blk, off := a.fileBlockOf(data)
+	if blk == nil {
+		return nil, 0
+	}
+	return blk.file, off
+}
+
+// fileBlockOf returns the file block holding data and its offset there;
+// nil if data is not in a file block.
+func (a *chunkArena) fileBlockOf(data []byte) (*arenaBlock, int) {
 	if len(data) == 0 {
 		return nil, 0
 	}
@@ -614,7 +721,7 @@ func (a *chunkArena) fileOf(data []byte) (*blockFile, int) {
 	if blk == nil || blk.file == nil {
 		return nil, 0
 	}
-	return blk.file, int(p - blk.base)
+	return blk, int(p - blk.base)
 }
 
 // blockOf returns the block holding address p, nil if none does. mu must

@@ -93,6 +93,80 @@ func addrOf(b []byte) uintptr { return uintptr(unsafePointer(b)) }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
 
+// TestCopierReadsAhead checks that a copier reads the detached bytes of
+// open chunks that lie close together with one read, and that bytes it
+// read ahead are not handed out once the block took a write, a single
+// one or a joined one, that may have changed them.
+func TestCopierReadsAhead(t *testing.T) {
+	a, err := openArena(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	a.fileBlock = 1 << 20
+	rng := rand.New(rand.NewPCG(7, 8))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	var regions, want [][]byte
+	for i := range 200 {
+		r := a.reserve(300)
+		w := make([]byte, 300)
+		if i < 100 {
+			w = random(300)
+			if err := a.write(r, 0, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		regions, want = append(regions, r), append(want, w)
+	}
+	c := &chunkCopier{arena: a}
+	check := func(i int) {
+		t.Helper()
+		got := make([]byte, 300)
+		if err := c.detached(got, regions[i]); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want[i]) {
+			t.Fatalf("region %d reads back as %x, want %x", i, got[:16], want[i][:16])
+		}
+	}
+	for i := range 100 {
+		check(i)
+	}
+	if hits := c.ahead[0].hits + c.ahead[1].hits; hits < 90 {
+		t.Errorf("%d of 100 reads served by a window, want most", hits)
+	}
+	// The window that served the last reads holds regions 100 on,
+	// not written then.
+	w := random(300)
+	if err := a.write(regions[101], 0, w); err != nil {
+		t.Fatal(err)
+	}
+	want[101] = w
+	check(101)
+	check(102)
+	var parts []arenaPart
+	for i := 103; i < 110; i++ {
+		b := random(300)
+		want[i] = b
+		parts = append(parts, arenaPart{region: regions[i], b: b})
+	}
+	a.writeParts(parts, nil)
+	for _, p := range parts {
+		if p.err != nil {
+			t.Fatal(p.err)
+		}
+	}
+	for i := 103; i < 110; i++ {
+		check(i)
+	}
+}
+
 // TestWritePartsConcurrent writes parts into regions that lie side by
 // side from two goroutines, one with writeParts, whose joined writes
 // cover the other's regions, the other with a write each, and checks
