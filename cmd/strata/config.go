@@ -98,6 +98,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&sc.ScrapeDiscoveryInterval, "scrape.discovery-reload-interval", sc.ScrapeDiscoveryInterval, "how long target updates of service discovery are gathered before the scrape pools are updated, as Prometheus' flag of that name")
 	fs.BoolVar(&sc.SelfScrape, "self-scrape", sc.SelfScrape, "without --config.file, scrape strata's own /metrics every 15s as job \"strata\" (off with --web.config.file, whose TLS and auth a scrape would need: scrape it from a --config.file then)")
 	fs.BoolVar(&sc.EnableLifecycle, "web.enable-lifecycle", false, "serve POST /-/reload, which reloads --config.file, as Prometheus does")
+	fs.BoolVar(&sc.EnableAdminAPI, "web.enable-admin-api", false, "serve the admin endpoints, POST /api/v1/admin/tsdb/delete_series and clean_tombstones, as Prometheus does; without it they answer 503")
 	fs.StringVar(&sc.ExternalURL, "web.external-url", "", "the URL users reach strata at (behind a proxy, say), for the links alerts carry back to it; default http://<hostname>:<port>/")
 	ro := &sc.Rules
 	fs.DurationVar(&ro.OutageTolerance, "rules.alert.for-outage-tolerance", ro.OutageTolerance, "longest outage after which the `for` state of alerts is still restored at start")

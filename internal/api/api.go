@@ -94,6 +94,9 @@ type Options struct {
 	// it ("15d", "15d or 512MiB").
 	StartTime        time.Time
 	StorageRetention string
+	// Admin, if set, serves the admin endpoints, /api/v1/admin/tsdb/...
+	// (Prometheus' --web.enable-admin-api); nil answers them 503.
+	Admin Admin
 }
 
 // DefaultOptions returns Options with Prometheus' defaults for what has
@@ -134,6 +137,7 @@ type API struct {
 	// queries up to Options.MaxConcurrentQueries.
 	rangeParallelism int
 	queries          *gate
+	admin            Admin
 }
 
 // New returns an API serving opts.Queryable through opts.Engine.
@@ -164,6 +168,7 @@ func New(opts Options) *API {
 		storageRetention: opts.StorageRetention,
 		rangeParallelism: opts.RangeParallelism,
 		queries:          newGate(opts.MaxConcurrentQueries),
+		admin:            opts.Admin,
 	}
 	if a.rollup == nil {
 		a.rollup = a.engine
@@ -219,6 +224,7 @@ func (a *API) Register(mux *http.ServeMux) {
 			mux.Handle(m+" "+e.path, h)
 		}
 	}
+	a.registerAdmin(mux)
 	// Export streams its answer rather than build a JSON envelope.
 	for _, m := range getPost {
 		mux.Handle(m+" /api/v1/export", http.HandlerFunc(a.serveExport))

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/tombstones"
 )
 
 // Block is an open, immutable block: its meta, its index and its chunk
@@ -19,6 +21,9 @@ type Block struct {
 	index  *index.Reader
 	chunks *chunkReader
 	src    Source // the index file
+	// stones are the samples deleted from its series (see Delete),
+	// never nil; queriers read those stored when they were opened.
+	stones atomic.Pointer[tombstones.Stones]
 
 	mu      sync.Mutex
 	readers int       // queriers not yet closed
@@ -48,8 +53,16 @@ func Open(fs Files) (*Block, error) {
 		src.Close()
 		return nil, fmt.Errorf("block %s: %w", meta.ULID, err)
 	}
+	stones, err := readTombstones(fs)
+	if err != nil {
+		ir.Close()
+		src.Close()
+		cr.close()
+		return nil, fmt.Errorf("block %s: %w", meta.ULID, err)
+	}
 	meta.Stats.Bytes = src.Size() + cr.size()
 	b := &Block{meta: meta, index: ir, chunks: cr, src: src}
+	b.stones.Store(&stones)
 	b.idle.L = &b.mu
 	return b, nil
 }

@@ -3,6 +3,7 @@ package block
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
+	"github.com/strata-db/strata/internal/tombstones"
 	"github.com/strata-db/strata/internal/vfs"
 )
 
@@ -21,11 +23,13 @@ import (
 // and its sources are all of theirs. Chunks are copied as they are, not
 // decoded, unless blocks overlap in time (late samples written to a
 // block of their own): a series' chunks that overlap are then merged
-// (chunkenc.MergeOverlapping), each timestamp kept once. The source
+// (chunkenc.MergeOverlapping), each timestamp kept once. The samples the
+// blocks' tombstones delete are left out (a series that keeps none, too),
+// so that one block is merged on its own to apply them. The source
 // blocks are only read: replacing them is the caller's.
 func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Meta, error) {
-	if len(blocks) < 2 {
-		return Meta{}, fmt.Errorf("merge needs at least two blocks, got %d", len(blocks))
+	if len(blocks) == 0 {
+		return Meta{}, errors.New("merge needs a block")
 	}
 	blocks = slices.Clone(blocks)
 	slices.SortFunc(blocks, func(a, b *Block) int { return cmp.Compare(a.meta.MinTime, b.meta.MinTime) })
@@ -115,6 +119,10 @@ func Merge(ctx context.Context, parent string, fsys vfs.FS, blocks []*Block) (Me
 			slices.SortStableFunc(starts, func(a, b chunkenc.StartTime) int { return cmp.Compare(a.T, b.T) })
 			starts = lastPerTime(starts)
 		}
+		if len(chunks) == 0 {
+			// Every sample deleted.
+			continue
+		}
 		if err := w.AddSeries(lset, chunks, starts); err != nil {
 			w.Abort()
 			return Meta{}, err
@@ -142,6 +150,7 @@ const mergedChunkSamples = 120
 // seriesCursor walks a block's series in label order.
 type seriesCursor struct {
 	b       *Block
+	stones  tombstones.Stones
 	p       index.Postings
 	ok      bool
 	builder labels.ScratchBuilder
@@ -155,7 +164,7 @@ func newSeriesCursor(b *Block) (*seriesCursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &seriesCursor{b: b, p: p}
+	c := &seriesCursor{b: b, stones: b.Tombstones(), p: p}
 	return c, c.next()
 }
 
@@ -166,14 +175,23 @@ func (c *seriesCursor) next() error {
 	return c.b.index.Series(c.p.At(), &c.builder, &c.lset, &c.metas, &c.starts)
 }
 
-// appendChunks appends the current series' chunks to dst.
+// appendChunks appends the current series' chunks to dst, without the
+// samples deleted from it.
 func (c *seriesCursor) appendChunks(dst []chunkenc.Meta) ([]chunkenc.Meta, error) {
+	n := len(dst)
 	for _, m := range c.metas {
 		enc, data, err := c.b.chunks.chunk(m.Ref)
 		if err != nil {
 			return dst, fmt.Errorf("block %s: %w", c.b.meta.ULID, err)
 		}
 		dst = append(dst, chunkenc.Meta{Data: data, MinT: m.MinT, MaxT: m.MaxT, Enc: enc})
+	}
+	if iv := c.stones[c.p.At()]; len(iv) > 0 {
+		kept, err := iv.Apply(dst[n:])
+		if err != nil {
+			return dst[:n], fmt.Errorf("block %s: %w", c.b.meta.ULID, err)
+		}
+		dst = append(dst[:n], kept...)
 	}
 	return dst, nil
 }

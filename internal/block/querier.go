@@ -11,6 +11,7 @@ import (
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/tombstones"
 )
 
 // Querier returns a querier over the block's samples in [mint, maxt]. It
@@ -20,12 +21,13 @@ func (b *Block) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	if err := b.acquire(); err != nil {
 		return nil, err
 	}
-	return &querier{b: b, mint: max(mint, b.meta.MinTime), maxt: min(maxt, b.meta.MaxTime)}, nil
+	return &querier{b: b, mint: max(mint, b.meta.MinTime), maxt: min(maxt, b.meta.MaxTime), stones: b.Tombstones()}, nil
 }
 
 type querier struct {
 	b          *Block
 	mint, maxt int64
+	stones     tombstones.Stones
 	closed     bool
 }
 
@@ -56,13 +58,13 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectH
 	if err != nil {
 		return promstorage.ErrSeriesSet(err)
 	}
-	return &seriesSet{ctx: ctx, b: q.b, p: p, mint: mint, maxt: maxt, limit: limit, labelsOnly: labelsOnly}
+	return &seriesSet{ctx: ctx, b: q.b, p: p, mint: mint, maxt: maxt, limit: limit, labelsOnly: labelsOnly, stones: q.stones}
 }
 
 // LabelValues returns the sorted values of label name, of the series that
 // match ms if any are given.
 func (q *querier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
-	if len(ms) == 0 {
+	if len(ms) == 0 && len(q.stones) == 0 {
 		vals, err := q.b.index.LabelValues(name)
 		return storage.LimitValues(vals, hints), nil, err
 	}
@@ -78,7 +80,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 // LabelNames returns the sorted label names, of the series that match ms
 // if any are given.
 func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
-	if len(ms) == 0 {
+	if len(ms) == 0 && len(q.stones) == 0 {
 		names, err := q.b.index.LabelNames()
 		return storage.LimitValues(names, hints), nil, err
 	}
@@ -89,7 +91,8 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 	return storage.LimitValues(storage.SortedSet(seen), hints), nil, err
 }
 
-// forEachLabels calls fn with the labels of each series matching ms.
+// forEachLabels calls fn with the labels of each series matching ms,
+// but those whose every sample is deleted.
 func (q *querier) forEachLabels(ctx context.Context, ms []*labels.Matcher, fn func(labels.Labels)) error {
 	p, err := index.PostingsForMatchers(ctx, q.b.index, ms...)
 	if err != nil {
@@ -103,6 +106,9 @@ func (q *querier) forEachLabels(ctx context.Context, ms []*labels.Matcher, fn fu
 	for p.Next() {
 		if err := q.b.index.Series(p.At(), &b, &lset, &chunks, nil); err != nil {
 			return err
+		}
+		if iv := q.stones[p.At()]; len(chunks) > 0 && iv.Covers(chunks[0].MinT, chunks[len(chunks)-1].MaxT) {
+			continue
 		}
 		fn(lset)
 	}
@@ -118,6 +124,7 @@ type seriesSet struct {
 	mint, maxt int64
 	limit      int
 	labelsOnly bool // series without chunks, for their labels
+	stones     tombstones.Stones
 	returned   int
 	n          int
 
@@ -142,8 +149,10 @@ func (ss *seriesSet) Next() bool {
 			}
 		}
 		var lset labels.Labels
+		deleted := ss.stones[ss.p.At()]
+		labelsOnly := ss.labelsOnly && len(deleted) == 0
 		starts := &ss.starts
-		if ss.labelsOnly {
+		if labelsOnly {
 			starts = nil
 		}
 		if err := ss.b.index.Series(ss.p.At(), &ss.builder, &lset, &ss.metas, starts); err != nil {
@@ -158,7 +167,7 @@ func (ss *seriesSet) Next() bool {
 			if m.MaxT < ss.mint || m.MinT > ss.maxt {
 				continue
 			}
-			if found = true; ss.labelsOnly {
+			if found = true; labelsOnly {
 				break
 			}
 			if chunks == nil {
@@ -177,8 +186,17 @@ func (ss *seriesSet) Next() bool {
 			}
 			chunks = append(chunks, chunkenc.Meta{Data: data, MinT: m.MinT, MaxT: m.MaxT, Enc: enc})
 		}
+		if len(deleted) > 0 && found {
+			if chunks, ss.err = deleted.ApplyIn(chunks, ss.mint, ss.maxt); ss.err != nil {
+				return false
+			}
+			found = len(chunks) > 0
+		}
 		if !found {
 			continue
+		}
+		if ss.labelsOnly {
+			chunks = nil
 		}
 		ss.cur = &chunkenc.Series{Lset: lset, Chunks: chunks, MinT: ss.mint, MaxT: ss.maxt}
 		if len(ss.starts) > 0 {

@@ -91,24 +91,8 @@ func (db *DB) mergeBlocks() error {
 		if err != nil {
 			return fmt.Errorf("merge %d blocks: %w", len(sources), err)
 		}
-		b, err := block.Open(db.blockFiles(meta.ULID.String()))
-		if err != nil {
-			return fmt.Errorf("open merged block %s: %w", meta.ULID, err)
-		}
-		db.mu.Lock()
-		blocks := slices.DeleteFunc(slices.Clone(db.blocks), func(b *block.Block) bool { return slices.Contains(sources, b) })
-		blocks = append(blocks, b)
-		sortBlocks(blocks)
-		db.blocks = blocks
-		db.mu.Unlock()
-		for _, src := range sources {
-			id := src.Meta().ULID
-			if err := src.Close(); err != nil {
-				db.logger.Warn("closing merged block", "ulid", id, "err", err)
-			}
-			if err := db.deleteBlockDir(id); err != nil {
-				return fmt.Errorf("delete merged block %s: %w", id, err)
-			}
+		if err := db.replace(sources, meta); err != nil {
+			return err
 		}
 		db.stats.compactions.Add(1)
 		db.stats.compactionNs.Add(int64(time.Since(start)))
@@ -348,4 +332,29 @@ func (db *DB) merge(sources []*block.Block) (block.Meta, error) {
 		streams = append(streams, b)
 	}
 	return block.Merge(context.Background(), db.opts.Dir, db.fs, streams)
+}
+
+// replace puts the block merged of sources, meta's, into the list in
+// their place, then closes and deletes them.
+func (db *DB) replace(sources []*block.Block, meta block.Meta) error {
+	b, err := block.Open(db.blockFiles(meta.ULID.String()))
+	if err != nil {
+		return fmt.Errorf("open merged block %s: %w", meta.ULID, err)
+	}
+	db.mu.Lock()
+	blocks := slices.DeleteFunc(slices.Clone(db.blocks), func(b *block.Block) bool { return slices.Contains(sources, b) })
+	blocks = append(blocks, b)
+	sortBlocks(blocks)
+	db.blocks = blocks
+	db.mu.Unlock()
+	for _, src := range sources {
+		id := src.Meta().ULID
+		if err := src.Close(); err != nil {
+			db.logger.Warn("closing merged block", "ulid", id, "err", err)
+		}
+		if err := db.deleteBlockDir(id); err != nil {
+			return fmt.Errorf("delete merged block %s: %w", id, err)
+		}
+	}
+	return nil
 }

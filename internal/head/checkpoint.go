@@ -343,6 +343,17 @@ func (h *Head) writeCheckpoint(dir string, kind checkpointKind) (written, record
 			return 0, 0, err
 		}
 	}
+	// Every checkpoint holds every tombstone, a record per
+	// deleteRecord of them: they are few, and those logged in the
+	// segments it replaces would be gone.
+	for stones := h.tombstoneEntries(); len(stones) > 0; {
+		n := min(len(stones), deleteRecord)
+		if err := log(record.EncodeTombstones(buf[:0], stones[:n])); err != nil {
+			w.Close()
+			return 0, 0, err
+		}
+		stones = stones[n:]
+	}
 	// A delta holds the exemplars stored since the last checkpoint.
 	mark := h.exemplarMark
 	if full {

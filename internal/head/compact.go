@@ -12,7 +12,8 @@ import (
 
 // ForEachSeries calls fn for every series with samples in [mint, maxt], in
 // label order, with its chunks that overlap the range and the changes of
-// its start time: what a block of that range is written from. The chunks
+// its start time: what a block of that range is written from. Samples
+// the head's tombstones delete are left out. The chunks
 // are valid until fn returns. The open chunk is passed as a copy; it stays
 // in the head. It stops at the first error fn returns and returns it.
 func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunks []chunkenc.Meta, starts []chunkenc.StartTime) error) error {
@@ -23,6 +24,7 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 	var lb labels.ScratchBuilder
 	var chunks []chunkenc.Meta
 	copier := chunkCopier{arena: h.arena}
+	stones := h.Tombstones()
 	for i := range all {
 		s := all[i].s
 		var (
@@ -34,10 +36,16 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 		if err != nil {
 			return err
 		}
-		if len(chunks) == 0 {
+		out := chunks
+		if deleted := stones[s.ref]; len(deleted) > 0 && len(chunks) > 0 {
+			if out, err = deleted.ApplyIn(chunks, mint, maxt); err != nil {
+				return err
+			}
+		}
+		if len(out) == 0 {
 			continue
 		}
-		if err := fn(symbols.labels(symbols.idsOf(s.syms), &lb), chunks, starts); err != nil {
+		if err := fn(symbols.labels(symbols.idsOf(s.syms), &lb), out, starts); err != nil {
 			return err
 		}
 		copier.reset()

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-db/strata/internal/index"
 	"github.com/strata-db/strata/internal/record"
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/tombstones"
 	"github.com/strata-db/strata/internal/wal"
 )
 
@@ -124,6 +125,11 @@ type Head struct {
 	appenders chan *appender
 	// lastRef is the highest series ref handed out.
 	lastRef atomic.Uint64
+	// stones are the samples deleted from series (see Delete), never
+	// nil; a querier reads those stored when it reads a series. deleteMu
+	// is held by what changes them.
+	stones   atomic.Pointer[tombstones.Stones]
+	deleteMu sync.Mutex
 	// creating is held from handing out a series' ref to indexing it, so
 	// that refs reach the index's postings in order and are appended:
 	// two appenders creating series at once added them out of order, and
@@ -260,6 +266,7 @@ func Open(opts Options) (*Head, error) {
 	}
 	h.arena = arena
 	h.appendFloor.Store(math.MinInt64)
+	h.stones.Store(&tombstones.Stones{})
 	h.marks = newDeltaMarks(deltaGroups)
 	// Replay restores series without marking what a delta needs.
 	h.fullNext.Store(true)

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-db/strata/internal/chunkenc"
 	"github.com/strata-db/strata/internal/index"
 	"github.com/strata-db/strata/internal/storage"
+	"github.com/strata-db/strata/internal/tombstones"
 )
 
 // Querier returns a querier over the samples in [mint, maxt]. It implements
@@ -46,7 +47,7 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 		symbols := q.head.series.symbols
 		slices.SortFunc(series, func(a, b *memSeries) int { return symbols.compare(symbols.idsOf(a.syms), symbols.idsOf(b.syms)) })
 	}
-	return &seriesSet{ctx: ctx, series: series, symbols: q.head.series.symbols, mint: mint, maxt: maxt, limit: limit}
+	return &seriesSet{ctx: ctx, series: series, symbols: q.head.series.symbols, mint: mint, maxt: maxt, limit: limit, stones: q.head.Tombstones()}
 }
 
 // matching returns the series that match ms, in ref order.
@@ -85,7 +86,8 @@ func (q *querier) matches(s *memSeries, ms []*labels.Matcher) bool {
 // match ms if any are given.
 func (q *querier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var vals []string
-	if len(ms) == 0 {
+	stones := q.head.Tombstones()
+	if len(ms) == 0 && len(stones) == 0 {
 		vals, _ = q.head.index.LabelValues(name)
 	} else {
 		seen := map[string]struct{}{}
@@ -97,6 +99,9 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 		for _, s := range series {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
+			}
+			if !visible(s, stones[s.ref]) {
+				continue
 			}
 			if v := symbols.get(symbols.idsOf(s.syms), name); v != "" {
 				seen[v] = struct{}{}
@@ -111,7 +116,8 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 // any are given.
 func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var names []string
-	if len(ms) == 0 {
+	stones := q.head.Tombstones()
+	if len(ms) == 0 && len(stones) == 0 {
 		names = q.head.index.LabelNames()
 	} else {
 		seen := map[string]struct{}{}
@@ -123,6 +129,9 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 		for _, s := range series {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
+			}
+			if !visible(s, stones[s.ref]) {
+				continue
 			}
 			symbols.rangeLabels(symbols.idsOf(s.syms), func(l labels.Label) { seen[l.Name] = struct{}{} })
 		}
@@ -148,6 +157,7 @@ type seriesSet struct {
 	labels     labels.ScratchBuilder
 	mint, maxt int64
 	limit      int
+	stones     tombstones.Stones
 	returned   int
 	cur        *chunkenc.Series
 	err        error
@@ -169,6 +179,13 @@ func (ss *seriesSet) Next() bool {
 		s := ss.series[0]
 		ss.series = ss.series[1:]
 		chunks, starts, _ := s.snapshot(nil, ss.mint, ss.maxt, nil) // reads in place: no error
+		if deleted := ss.stones[s.ref]; len(deleted) > 0 && len(chunks) > 0 {
+			var err error
+			if chunks, err = deleted.ApplyIn(chunks, ss.mint, ss.maxt); err != nil {
+				ss.err = err
+				return false
+			}
+		}
 		if len(chunks) == 0 {
 			continue
 		}

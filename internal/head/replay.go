@@ -47,6 +47,7 @@ type loader struct {
 	hists       []record.RefHistogramSample
 	fhists      []record.RefFloatHistogramSample
 	starts      []record.RefStartTime
+	stones      []record.RefTombstone
 	metadata    []record.RefMetadata
 	exemplars   []record.RefExemplar
 	// buf is restoreChunks' scratch; restored counts the samples of the
@@ -245,6 +246,18 @@ func (l *loader) apply(rec []byte) error {
 				s.mu.Unlock()
 			}
 		}
+	case record.Tombstones:
+		if l.stones, err = l.dec.Tombstones(rec, l.stones[:0]); err != nil {
+			return err
+		}
+		// Tombstones say which samples queries skip, whenever they were
+		// appended: the order of the log's records does not matter.
+		for i, e := range l.stones {
+			if a, ok := l.aliases[e.Ref]; ok {
+				l.stones[i].Ref = a
+			}
+		}
+		l.h.addTombstones(l.stones)
 	case record.Metadata:
 		if l.metadata, err = l.dec.Metadata(rec, l.metadata[:0]); err != nil {
 			return err

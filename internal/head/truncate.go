@@ -86,6 +86,7 @@ func (h *Head) TruncateRange(lo, hi int64) TruncateStats {
 	if len(doomed) > 0 {
 		st.SeriesRemoved = h.removeSeries(doomed)
 	}
+	h.truncateTombstones(lo, hi)
 	return st
 }
 

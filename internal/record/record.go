@@ -49,6 +49,8 @@ const (
 	// checkpoint's ChunkSeries records, whose series repeat each
 	// other's label names and values.
 	Compressed Type = 9
+	// Tombstones records hold time ranges deleted from series.
+	Tombstones Type = 10
 )
 
 func (t Type) String() string {
@@ -71,6 +73,8 @@ func (t Type) String() string {
 		return "float histogram samples"
 	case Compressed:
 		return "compressed"
+	case Tombstones:
+		return "tombstones"
 	default:
 		return fmt.Sprintf("unknown(%d)", uint8(t))
 	}
@@ -83,7 +87,7 @@ func Kind(rec []byte) Type {
 		return Unknown
 	}
 	switch t := Type(rec[0]); t {
-	case Series, Samples, ChunkSeries, Metadata, Exemplars, HistogramSamples, FloatHistogramSamples, StartTimes, Compressed:
+	case Series, Samples, ChunkSeries, Metadata, Exemplars, HistogramSamples, FloatHistogramSamples, StartTimes, Compressed, Tombstones:
 		return t
 	}
 	return Unknown

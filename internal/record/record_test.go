@@ -194,7 +194,8 @@ func TestKind(t *testing.T) {
 		{[]byte{7}, FloatHistogramSamples},
 		{[]byte{8}, StartTimes},
 		{[]byte{9}, Compressed},
-		{[]byte{10}, Unknown},
+		{[]byte{10}, Tombstones},
+		{[]byte{11}, Unknown},
 		{[]byte{255}, Unknown},
 	}
 	for _, tc := range cases {

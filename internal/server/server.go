@@ -148,6 +148,9 @@ type Config struct {
 	// EnableLifecycle serves POST /-/reload, as Prometheus'
 	// --web.enable-lifecycle.
 	EnableLifecycle bool
+	// EnableAdminAPI serves /api/v1/admin/tsdb/delete_series and
+	// clean_tombstones, as Prometheus' --web.enable-admin-api.
+	EnableAdminAPI bool
 	// ExternalURL is the URL users reach the server at, for the links
 	// alerts carry back to it; empty means http://<hostname>:<port>/,
 	// as Prometheus makes it.
@@ -433,6 +436,9 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 	}
 	if evaluator != nil {
 		apiOpts.Rules, apiOpts.Alertmanagers = evaluator, evaluator
+	}
+	if cfg.EnableAdminAPI {
+		apiOpts.Admin = store
 	}
 	if scraper != nil {
 		apiOpts.Targets = scraper
