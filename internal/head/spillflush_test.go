@@ -28,20 +28,8 @@ import (
 // written, past the file's end), parts too far apart for that, and
 // parts in two blocks.
 func TestWriteParts(t *testing.T) {
-	a, err := openArena(t.TempDir(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.close()
-	a.fileBlock = 64 << 10
-	rng := rand.New(rand.NewPCG(5, 6))
-	random := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
+	a, rng := fileArena(t, 64<<10, 5)
+	random := func(n int) []byte { return randomBytes(rng, n) }
 	// Regions of 300 bytes fill the first block and half the second;
 	// those of want are written, the last ten of each block are not.
 	var regions, want [][]byte
@@ -89,6 +77,28 @@ func TestWriteParts(t *testing.T) {
 	}
 }
 
+// fileArena returns an arena of file blocks of blockSize bytes, closed
+// when the test ends, and a random source seeded with seed.
+func fileArena(t *testing.T, blockSize int, seed uint64) (*chunkArena, *rand.Rand) {
+	t.Helper()
+	a, err := openArena(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.close)
+	a.fileBlock = blockSize
+	return a, rand.New(rand.NewPCG(seed, seed+1))
+}
+
+// randomBytes returns n bytes of rng.
+func randomBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
 func addrOf(b []byte) uintptr { return uintptr(unsafePointer(b)) }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
@@ -98,20 +108,8 @@ func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.Slice
 // read ahead are not handed out once the block took a write, a single
 // one or a joined one, that may have changed them.
 func TestCopierReadsAhead(t *testing.T) {
-	a, err := openArena(t.TempDir(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.close()
-	a.fileBlock = 1 << 20
-	rng := rand.New(rand.NewPCG(7, 8))
-	random := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
+	a, rng := fileArena(t, 1<<20, 7)
+	random := func(n int) []byte { return randomBytes(rng, n) }
 	var regions, want [][]byte
 	for i := range 200 {
 		r := a.reserve(300)
