@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/timestamp"
@@ -18,12 +19,24 @@ type Admin interface {
 	// CleanTombstones rewrites the blocks that have deleted samples
 	// without them.
 	CleanTombstones(ctx context.Context) error
+	// Snapshot writes a copy of the store, the head's samples too
+	// unless skipHead, and returns its name.
+	Snapshot(skipHead bool) (string, error)
 }
 
 // registerAdmin adds the admin endpoints under /api/v1/admin/tsdb/, with
 // the methods Prometheus takes. Without an Admin they answer 503 "admin
 // APIs disabled", as Prometheus does without --web.enable-admin-api.
 func (a *API) registerAdmin(mux *http.ServeMux) {
+	snapshot := a.handler(func(r *http.Request) result {
+		if a.admin == nil {
+			return errResult(&apiError{typ: errorUnavailable, err: errAdminDisabled})
+		}
+		return a.snapshot(r)
+	})
+	for _, m := range []string{http.MethodPost, http.MethodPut} {
+		mux.Handle(m+" /api/v1/admin/tsdb/snapshot", snapshot)
+	}
 	for _, e := range []struct {
 		path  string
 		serve func(*http.Request) *apiError
@@ -38,12 +51,14 @@ func (a *API) registerAdmin(mux *http.ServeMux) {
 	}
 }
 
+var errAdminDisabled = errors.New("admin APIs disabled")
+
 // adminHandler serves an admin endpoint: 204 with no body once serve
 // succeeds, as Prometheus answers.
 func (a *API) adminHandler(serve func(*http.Request) *apiError) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.admin == nil {
-			a.writeError(w, &apiError{typ: errorUnavailable, err: errors.New("admin APIs disabled")})
+			a.writeError(w, &apiError{typ: errorUnavailable, err: errAdminDisabled})
 			return
 		}
 		if err := parseForm(r); err != nil {
@@ -102,4 +117,23 @@ func storeError(err error) *apiError {
 		return e
 	}
 	return &apiError{typ: errorInternal, err: err}
+}
+
+// snapshot writes a snapshot under the data directory's snapshots/ and
+// answers its name, as Prometheus does; skip_head leaves the head out.
+func (a *API) snapshot(r *http.Request) result {
+	skipHead := false
+	if v := r.FormValue("skip_head"); v != "" {
+		var err error
+		if skipHead, err = strconv.ParseBool(v); err != nil {
+			return errResult(invalidParam("skip_head", err))
+		}
+	}
+	name, err := a.admin.Snapshot(skipHead)
+	if err != nil {
+		return errResult(storeError(err))
+	}
+	return result{data: jsonData{struct {
+		Name string `json:"name"`
+	}{name}}}
 }

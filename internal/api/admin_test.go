@@ -28,10 +28,14 @@ func (f *fakeAdmin) CleanTombstones(context.Context) error {
 	return f.err
 }
 
+func (f *fakeAdmin) Snapshot(skipHead bool) (string, error) {
+	return fmt.Sprintf("20261208T031500Z-0123456789abcdef-%v", skipHead), f.err
+}
+
 func TestAdminEndpoints(t *testing.T) {
 	// Without an Admin, as Prometheus without --web.enable-admin-api.
 	h := newTestAPI(&fakeStorage{}, nil)
-	for _, path := range []string{"/api/v1/admin/tsdb/delete_series?match[]=up", "/api/v1/admin/tsdb/clean_tombstones"} {
+	for _, path := range []string{"/api/v1/admin/tsdb/delete_series?match[]=up", "/api/v1/admin/tsdb/clean_tombstones", "/api/v1/admin/tsdb/snapshot"} {
 		rec := do(h, http.MethodPost, path, "")
 		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"errorType":"unavailable","error":"admin APIs disabled"`) {
 			t.Errorf("POST %s, admin disabled: %d %s", path, rec.Code, rec.Body)
@@ -83,6 +87,15 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	if rec := do(h, http.MethodPost, "/api/v1/admin/tsdb/clean_tombstones", ""); rec.Code != http.StatusNoContent || admin.cleaned != 1 {
 		t.Errorf("clean_tombstones: %d %s, cleaned %d times", rec.Code, rec.Body, admin.cleaned)
+	}
+	for q, want := range map[string]string{"": "false", "?skip_head=true": "true"} {
+		rec := do(h, http.MethodPost, "/api/v1/admin/tsdb/snapshot"+q, "")
+		if body := `{"status":"success","data":{"name":"20261208T031500Z-0123456789abcdef-` + want + `"}}`; rec.Code != http.StatusOK || rec.Body.String() != body {
+			t.Errorf("snapshot%s: %d %s, want 200 %s", q, rec.Code, rec.Body, body)
+		}
+	}
+	if rec := do(h, http.MethodPost, "/api/v1/admin/tsdb/snapshot?skip_head=maybe", ""); rec.Code != http.StatusBadRequest {
+		t.Errorf("snapshot?skip_head=maybe: %d %s, want 400", rec.Code, rec.Body)
 	}
 	admin.err = errors.New("disk full")
 	if rec := do(h, http.MethodPost, "/api/v1/admin/tsdb/delete_series", "match[]=up"); rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "disk full") {
