@@ -64,6 +64,7 @@ func (b *Block) Delete(ctx context.Context, fsys vfs.FS, dir string, mint, maxt 
 		return 0, err
 	}
 	var (
+		cur    = b.Tombstones()
 		add    = tombstones.Stones{}
 		lb     labels.ScratchBuilder
 		lset   labels.Labels
@@ -78,7 +79,7 @@ func (b *Block) Delete(ctx context.Context, fsys vfs.FS, dir string, mint, maxt 
 		}
 		// Only the samples there are: see head.Delete.
 		lo, hi := max(mint, chunks[0].MinT), min(maxt, chunks[len(chunks)-1].MaxT)
-		if lo <= hi && !b.Tombstones()[p.At()].Covers(lo, hi) {
+		if lo <= hi && !cur[p.At()].Covers(lo, hi) {
 			add[p.At()] = tombstones.Intervals{{Mint: lo, Maxt: hi}}
 		}
 	}
@@ -88,7 +89,7 @@ func (b *Block) Delete(ctx context.Context, fsys vfs.FS, dir string, mint, maxt 
 	if len(add) == 0 {
 		return 0, nil
 	}
-	stones := b.Tombstones().With(add)
+	stones := cur.With(add)
 	if err := writeTombstones(fsys, dir, stones); err != nil {
 		return 0, err
 	}

@@ -341,11 +341,8 @@ func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.mu.RLock()
-	blocks := db.blocks
-	db.mu.RUnlock()
 	var qs []promstorage.Querier
-	for _, b := range blocks {
+	for _, b := range db.blocksList() {
 		m := b.Meta()
 		if m.MaxTime < mint || m.MinTime > maxt {
 			continue
@@ -365,6 +362,13 @@ func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 		return hq, nil
 	}
 	return newMergeQuerier(append(qs, hq)), nil
+}
+
+// blocksList returns the blocks queries read.
+func (db *DB) blocksList() []*block.Block {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.blocks
 }
 
 func closeQueriers(qs []promstorage.Querier) {

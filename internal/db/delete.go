@@ -75,10 +75,3 @@ func (db *DB) CleanTombstones(ctx context.Context) error {
 	}
 	return nil
 }
-
-// blocksList returns the blocks queries read.
-func (db *DB) blocksList() []*block.Block {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	return db.blocks
-}

@@ -36,11 +36,10 @@ func (h *Head) ForEachSeries(mint, maxt int64, fn func(lset labels.Labels, chunk
 		if err != nil {
 			return err
 		}
-		out := chunks
-		if deleted := stones[s.ref]; len(deleted) > 0 && len(chunks) > 0 {
-			if out, err = deleted.ApplyIn(chunks, mint, maxt); err != nil {
-				return err
-			}
+		// Into out, not chunks: the snapshot's buffer stays for the next.
+		out, err := stones[s.ref].ApplyIn(chunks, mint, maxt)
+		if err != nil {
+			return err
 		}
 		if len(out) == 0 {
 			continue

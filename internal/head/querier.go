@@ -179,12 +179,8 @@ func (ss *seriesSet) Next() bool {
 		s := ss.series[0]
 		ss.series = ss.series[1:]
 		chunks, starts, _ := s.snapshot(nil, ss.mint, ss.maxt, nil) // reads in place: no error
-		if deleted := ss.stones[s.ref]; len(deleted) > 0 && len(chunks) > 0 {
-			var err error
-			if chunks, err = deleted.ApplyIn(chunks, ss.mint, ss.maxt); err != nil {
-				ss.err = err
-				return false
-			}
+		if chunks, ss.err = ss.stones[s.ref].ApplyIn(chunks, ss.mint, ss.maxt); ss.err != nil {
+			return false
 		}
 		if len(chunks) == 0 {
 			continue
