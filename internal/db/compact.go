@@ -335,15 +335,21 @@ func (db *DB) merge(sources []*block.Block) (block.Meta, error) {
 }
 
 // replace puts the block merged of sources, meta's, into the list in
-// their place, then closes and deletes them.
+// their place, then closes and deletes them. A merge without series
+// (every one deleted) wrote no block; its sources just go.
 func (db *DB) replace(sources []*block.Block, meta block.Meta) error {
-	b, err := block.Open(db.blockFiles(meta.ULID.String()))
-	if err != nil {
-		return fmt.Errorf("open merged block %s: %w", meta.ULID, err)
+	var b *block.Block
+	if meta.Stats.Series > 0 {
+		var err error
+		if b, err = block.Open(db.blockFiles(meta.ULID.String())); err != nil {
+			return fmt.Errorf("open merged block %s: %w", meta.ULID, err)
+		}
 	}
 	db.mu.Lock()
 	blocks := slices.DeleteFunc(slices.Clone(db.blocks), func(b *block.Block) bool { return slices.Contains(sources, b) })
-	blocks = append(blocks, b)
+	if b != nil {
+		blocks = append(blocks, b)
+	}
 	sortBlocks(blocks)
 	db.blocks = blocks
 	db.mu.Unlock()

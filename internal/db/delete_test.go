@@ -10,9 +10,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/strata-db/strata/internal/block"
 	"github.com/strata-db/strata/internal/storage"
 	"github.com/strata-db/strata/internal/tombstones"
 )
@@ -191,4 +193,49 @@ func TestDelete(t *testing.T) {
 	}
 	db = openTestDB(t, dir, nil)
 	check("after clean_tombstones and a restart")
+}
+
+// TestCleanTombstonesDropsEmptiedBlock checks that a block whose every
+// sample was deleted is removed, not rewritten as an empty block.
+func TestCleanTombstonesDropsEmptiedBlock(t *testing.T) {
+	dir := t.TempDir()
+	db := openTestDB(t, dir, nil)
+	defer func() { db.Close() }()
+	want := map[string][]string{}
+	writeData(t, db, 0, 4*testRange, 4*testRange, want)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	before := db.Blocks()
+	if len(before) < 2 {
+		t.Fatalf("%d blocks, want at least 2", len(before))
+	}
+	first := before[0]
+	if err := db.Delete(context.Background(), first.MinTime, first.MaxTime, matchAll); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CleanTombstones(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := db.Blocks()
+	if len(after) != len(before)-1 || slices.ContainsFunc(after, func(m block.Meta) bool { return m.MinTime == first.MinTime }) {
+		t.Fatalf("blocks after clean_tombstones %v, want those of %v without the first", after, before)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs int
+	for _, e := range entries {
+		if _, err := ulid.Parse(e.Name()); err == nil && e.IsDir() {
+			dirs++
+		}
+	}
+	if dirs != len(after) {
+		t.Errorf("%d block directories, want %d", dirs, len(after))
+	}
+	for key := range want {
+		deleteFrom(want, key, first.MinTime, first.MaxTime)
+	}
+	assertSame(t, readAll(t, db, math.MinInt64, math.MaxInt64), want)
 }
