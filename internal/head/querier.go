@@ -87,8 +87,12 @@ func (q *querier) matches(s *memSeries, ms []*labels.Matcher) bool {
 func (q *querier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var vals []string
 	stones := q.head.Tombstones()
-	if len(ms) == 0 && len(stones) == 0 {
+	if len(ms) == 0 {
 		vals, _ = q.head.index.LabelValues(name)
+		var err error
+		if vals, err = q.withoutDeleted(ctx, vals, name, stones); err != nil {
+			return nil, nil, err
+		}
 	} else {
 		seen := map[string]struct{}{}
 		series, err := q.matching(ctx, ms)
@@ -117,8 +121,11 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var names []string
 	stones := q.head.Tombstones()
-	if len(ms) == 0 && len(stones) == 0 {
-		names = q.head.index.LabelNames()
+	if len(ms) == 0 {
+		var err error
+		if names, err = q.withoutDeleted(ctx, q.head.index.LabelNames(), "", stones); err != nil {
+			return nil, nil, err
+		}
 	} else {
 		seen := map[string]struct{}{}
 		series, err := q.matching(ctx, ms)
@@ -138,6 +145,72 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 		names = storage.SortedSet(seen)
 	}
 	return storage.LimitValues(names, hints), nil, nil
+}
+
+// withoutDeleted drops from the index's answer vals, the values of label
+// name or, with name "", the label names, those that only series whose
+// every sample is deleted hold. Only the values of such series are looked
+// up again, so that a tombstone does not make every label query walk all
+// series.
+func (q *querier) withoutDeleted(ctx context.Context, vals []string, name string, stones tombstones.Stones) ([]string, error) {
+	symbols := q.head.series.symbols
+	suspects := map[string]struct{}{}
+	for ref, deleted := range stones {
+		s := q.head.series.getByRef(ref)
+		if s == nil || visible(s, deleted) {
+			continue
+		}
+		ids := symbols.idsOf(s.syms)
+		if name == "" {
+			symbols.rangeLabels(ids, func(l labels.Label) { suspects[l.Name] = struct{}{} })
+		} else if v := symbols.get(ids, name); v != "" {
+			suspects[v] = struct{}{}
+		}
+	}
+	for v := range suspects {
+		held, err := q.held(ctx, name, v, stones)
+		if err != nil {
+			return nil, err
+		}
+		if held {
+			delete(suspects, v)
+		}
+	}
+	if len(suspects) == 0 {
+		return vals, nil
+	}
+	return slices.DeleteFunc(vals, func(v string) bool {
+		_, gone := suspects[v]
+		return gone
+	}), nil
+}
+
+// held reports whether a series with a sample not deleted holds value v
+// of label name or, with name "", label v with any value.
+func (q *querier) held(ctx context.Context, name, v string, stones tombstones.Stones) (bool, error) {
+	values := []string{v}
+	if name == "" {
+		name = v
+		values, _ = q.head.index.LabelValues(name)
+	}
+	for _, value := range values {
+		p, err := q.head.index.Postings(name, value)
+		if err != nil {
+			return false, err
+		}
+		for p.Next() {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			if s := q.head.series.getByRef(p.At()); s != nil && visible(s, stones[s.ref]) {
+				return true, nil
+			}
+		}
+		if err := p.Err(); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 func (q *querier) Close() error {

@@ -65,3 +65,48 @@ func BenchmarkSelect(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLabelsDeleted measures label names and values asked without
+// matchers while a series of 100k is deleted, the case that reads the
+// index and looks again only at the deleted series' labels.
+//
+//	go test ./internal/head -run NONE -bench BenchmarkLabelsDeleted -benchmem -count=6 | benchstat -
+func BenchmarkLabelsDeleted(b *testing.B) {
+	h := openBenchHead(b)
+	const nseries = 100_000
+	app := h.Appender(context.Background())
+	for i := range nseries {
+		l := labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%100), "instance", fmt.Sprintf("host-%d:9100", i/100), "job", "node")
+		if _, err := app.Append(0, l, sampleOf(1000, 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := h.Delete(context.Background(), math.MinInt64, math.MaxInt64,
+		labels.MustNewMatcher(labels.MatchEqual, "__name__", "node_metric_7"), labels.MustNewMatcher(labels.MatchEqual, "instance", "host-3:9100")); err != nil {
+		b.Fatal(err)
+	}
+	q, err := h.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	b.Run("values", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if vals, _, err := q.LabelValues(context.Background(), "instance", nil); err != nil || len(vals) != nseries/100 {
+				b.Fatalf("%d values, %v", len(vals), err)
+			}
+		}
+	})
+	b.Run("names", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if names, _, err := q.LabelNames(context.Background(), nil); err != nil || len(names) != 3 {
+				b.Fatalf("names %v, %v", names, err)
+			}
+		}
+	})
+}

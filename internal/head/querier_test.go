@@ -141,3 +141,54 @@ func TestSeriesIteratorSeek(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelsWithoutDeleted checks that label names and values, asked
+// without matchers, leave out those that only fully deleted series hold
+// and keep those a series with samples left still holds.
+func TestLabelsWithoutDeleted(t *testing.T) {
+	h := openTestHead(t, t.TempDir())
+	defer h.Close()
+	app := h.Appender(context.Background())
+	for _, s := range []labels.Labels{
+		labels.FromStrings("__name__", "a", "job", "api", "zone", "eu"),
+		labels.FromStrings("__name__", "a", "job", "db"),
+		labels.FromStrings("__name__", "b", "job", "db", "pod", "p1"),
+		labels.FromStrings("__name__", "c", "job", "web"),
+	} {
+		mustAppend(t, app, s, 1, 1)
+		mustAppend(t, app, s, 2, 2)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	m := labels.MustNewMatcher
+	for _, d := range []struct {
+		mint, maxt int64
+		ms         []*labels.Matcher
+	}{
+		{math.MinInt64, math.MaxInt64, []*labels.Matcher{m(labels.MatchEqual, "zone", "eu")}},
+		{math.MinInt64, math.MaxInt64, []*labels.Matcher{m(labels.MatchEqual, "__name__", "b")}},
+		{1, 1, []*labels.Matcher{m(labels.MatchEqual, "__name__", "c")}}, // c keeps its sample at 2
+	} {
+		if _, err := h.Delete(context.Background(), d.mint, d.maxt, d.ms...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, _ := h.Querier(math.MinInt64, math.MaxInt64)
+	defer q.Close()
+	names, _, err := q.LabelNames(context.Background(), nil)
+	if err != nil || !slices.Equal(names, []string{"__name__", "job"}) {
+		t.Errorf("label names %v, %v; want __name__ and job", names, err)
+	}
+	for name, want := range map[string][]string{
+		"__name__": {"a", "c"},
+		"job":      {"db", "web"},
+		"zone":     nil,
+		"pod":      nil,
+	} {
+		vals, _, err := q.LabelValues(context.Background(), name, nil)
+		if err != nil || !slices.Equal(vals, want) {
+			t.Errorf("values of %s %v, %v; want %v", name, vals, err, want)
+		}
+	}
+}
