@@ -1,8 +1,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"strconv"
@@ -28,129 +28,144 @@ type config struct {
 	unknownFeatures []string
 }
 
-// stringList is a flag that may be given many times.
-type stringList []string
+// serverHelp is what `strata --help` says of strata before its flags.
+const serverHelp = `strata, a metrics database: Prometheus remote-write and OTLP in, PromQL over the Prometheus HTTP API out.
 
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+Run without a command, strata serves with the flags below. Its other commands, each with its own --help:
+  strata tsdb      tools for a data directory: list, analyze
+  strata store     the blocks of a bucket served to a Thanos Querier
+  strata compact   merges, retention and deletion of a bucket's blocks`
 
-func parseFlags(args []string) (config, error) {
+// parseFlags parses the server's command line; help and --version are
+// printed to out.
+func parseFlags(args []string, out io.Writer) (config, error) {
 	cfg := config{server: server.DefaultConfig()}
 	sc := &cfg.server
-	fs := flag.NewFlagSet("strata", flag.ContinueOnError)
-	fs.StringVar(&sc.ListenAddress, "listen-address", sc.ListenAddress, "address to serve the HTTP API, remote-write and metrics on")
-	fs.StringVar(&sc.DataDir, "data-dir", sc.DataDir, "directory for the write-ahead log and data")
-	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
-	autoMemLimit := fs.Bool("auto-gomemlimit", true, "set the Go runtime's memory limit (GOMEMLIMIT) to --auto-gomemlimit.ratio of the Linux container's memory limit, or of the machine's memory, unless the environment sets GOMEMLIMIT: the garbage collector then works harder as memory runs short, before the kernel kills the process")
-	memLimitRatio := fs.Float64("auto-gomemlimit.ratio", 0.9, "share of the container's or machine's memory that --auto-gomemlimit gives the Go runtime, in (0, 1]")
-	fs.DurationVar(&sc.ShutdownTimeout, "shutdown-timeout", sc.ShutdownTimeout, "how long requests in flight may take to finish on shutdown")
-	fs.Int64Var(&sc.WALSegmentSize, "wal.segment-size", sc.WALSegmentSize, "WAL segment file size in bytes")
-	fs.Int64Var(&sc.WALCheckpointBytes, "wal.checkpoint-bytes", sc.WALCheckpointBytes, "WAL bytes written between two checkpoints (at least; a checkpoint after a large one waits for twice its size): what a restart after a crash replays at most beyond the checkpoints, against the CPU the checkpoints take")
-	walSync := fs.String("wal.sync", sc.WALSync.String(), "when a write is acknowledged: never (after the write reaches the OS; survives a crash of strata, not of the machine) or always (after fsync, shared by concurrent writes; survives power loss)")
-	fs.Int64Var(&sc.RemoteWriteMaxBytes, "remote-write.max-request-bytes", sc.RemoteWriteMaxBytes, "largest accepted remote-write request body (compressed), in bytes; larger ones get 413")
+	app := newApp("strata", serverHelp, out)
+	fs := flags{app}
+	fs.String(&sc.ListenAddress, "listen-address", "address to serve the HTTP API, remote-write and metrics on")
+	fs.String(&sc.DataDir, "data-dir", "directory for the write-ahead log and data")
+	logLevel := "info"
+	fs.String(&logLevel, "log.level", "log level: debug, info, warn or error")
+	autoMemLimit := true
+	fs.Bool(&autoMemLimit, "auto-gomemlimit", "set the Go runtime's memory limit (GOMEMLIMIT) to --auto-gomemlimit.ratio of the Linux container's memory limit, or of the machine's memory, unless the environment sets GOMEMLIMIT: the garbage collector then works harder as memory runs short, before the kernel kills the process")
+	memLimitRatio := 0.9
+	fs.Float64(&memLimitRatio, "auto-gomemlimit.ratio", "share of the container's or machine's memory that --auto-gomemlimit gives the Go runtime, in (0, 1]")
+	fs.Duration(&sc.ShutdownTimeout, "shutdown-timeout", "how long requests in flight may take to finish on shutdown")
+	fs.Int64(&sc.WALSegmentSize, "wal.segment-size", "WAL segment file size in bytes")
+	fs.Int64(&sc.WALCheckpointBytes, "wal.checkpoint-bytes", "WAL bytes written between two checkpoints (at least; a checkpoint after a large one waits for twice its size): what a restart after a crash replays at most beyond the checkpoints, against the CPU the checkpoints take")
+	walSync := sc.WALSync.String()
+	fs.String(&walSync, "wal.sync", "when a write is acknowledged: never (after the write reaches the OS; survives a crash of strata, not of the machine) or always (after fsync, shared by concurrent writes; survives power loss)")
+	fs.Int64(&sc.RemoteWriteMaxBytes, "remote-write.max-request-bytes", "largest accepted remote-write request body (compressed), in bytes; larger ones get 413")
 	lim := &sc.RemoteWriteLimits
-	fs.IntVar(&lim.MaxLabelsPerSeries, "remote-write.max-labels-per-series", lim.MaxLabelsPerSeries, "most labels a series may have, metric name included; 0 for no limit (series over it are rejected with 400)")
-	fs.IntVar(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", lim.MaxLabelNameLength, "longest label name in bytes; 0 for no limit")
-	fs.IntVar(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", lim.MaxLabelValueLength, "longest label value in bytes; 0 for no limit")
-	fs.Float64Var(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", lim.MaxSamplesPerSecond, "ingestion rate limit over all senders, remote-write samples and OTLP data points together; requests over it get 429 (OTLP/gRPC: RESOURCE_EXHAUSTED with RetryInfo) and are retried; 0 for no limit")
-	fs.StringVar(&sc.WebConfigFile, "web.config.file", "", "web configuration file in Prometheus' format: TLS, client certificates and basic auth users (bcrypt hashes), for HTTP, OTLP/gRPC and the StoreAPI; read again for every connection and request, as Prometheus does (gRPC: at start)")
-	fs.BoolVar(&sc.ResponseCompression, "web.response-compression", sc.ResponseCompression, "compress the HTTP API's and the web UI's responses of 1 KiB and more for clients that accept zstd or gzip, as Prometheus and VictoriaMetrics do: a fifth to a quarter of the bytes for a few milliseconds of CPU per megabyte of JSON")
+	fs.Int(&lim.MaxLabelsPerSeries, "remote-write.max-labels-per-series", "most labels a series may have, metric name included; 0 for no limit (series over it are rejected with 400)")
+	fs.Int(&lim.MaxLabelNameLength, "remote-write.max-label-name-length", "longest label name in bytes; 0 for no limit")
+	fs.Int(&lim.MaxLabelValueLength, "remote-write.max-label-value-length", "longest label value in bytes; 0 for no limit")
+	fs.Float64(&lim.MaxSamplesPerSecond, "remote-write.max-samples-per-second", "ingestion rate limit over all senders, remote-write samples and OTLP data points together; requests over it get 429 (OTLP/gRPC: RESOURCE_EXHAUSTED with RetryInfo) and are retried; 0 for no limit")
+	fs.String(&sc.WebConfigFile, "web.config.file", "web configuration file in Prometheus' format: TLS, client certificates and basic auth users (bcrypt hashes), for HTTP, OTLP/gRPC and the StoreAPI; read again for every connection and request, as Prometheus does (gRPC: at start)")
+	fs.Bool(&sc.ResponseCompression, "web.response-compression", "compress the HTTP API's and the web UI's responses of 1 KiB and more for clients that accept zstd or gzip, as Prometheus and VictoriaMetrics do: a fifth to a quarter of the bytes for a few milliseconds of CPU per megabyte of JSON")
 	rr := &sc.RemoteRead
-	fs.IntVar(&rr.MaxSamples, "remote-read.sample-limit", rr.MaxSamples, "most samples a sampled remote-read response may hold; 0 for no limit (streamed responses are bounded by the frame size)")
-	fs.IntVar(&rr.MaxConcurrent, "remote-read.concurrent-limit", rr.MaxConcurrent, "most remote-read requests served at once; more wait")
-	fs.IntVar(&rr.MaxBytesInFrame, "remote-read.max-bytes-in-frame", rr.MaxBytesInFrame, "largest frame of a streamed remote-read response, in bytes")
-	fs.StringVar(&sc.StoreAPIAddress, "grpc.listen-address", "", "address to serve Thanos' StoreAPI on over gRPC, for a Thanos Querier (Thanos' port is 10901); empty: none")
-	fs.IntVar(&sc.StoreAPILimits.MaxSeries, "store.limits.request-series", 0, "most series a StoreAPI Series request may select; more is refused with ResourceExhausted (0: no limit)")
-	fs.IntVar(&sc.StoreAPILimits.MaxChunks, "store.limits.request-chunks", 0, "most chunks a StoreAPI Series request may send; more is refused with ResourceExhausted (0: no limit)")
-	fs.StringVar(&sc.ObjstoreConfigFile, "objstore.config-file", "", "object storage configuration file in Thanos' format (type: S3, GCS, AZURE, SWIFT, FILESYSTEM, ...): every block written from the head is uploaded to that bucket once complete (meta.json last, with Thanos' thanos section); empty: no uploads")
+	fs.Int(&rr.MaxSamples, "remote-read.sample-limit", "most samples a sampled remote-read response may hold; 0 for no limit (streamed responses are bounded by the frame size)")
+	fs.Int(&rr.MaxConcurrent, "remote-read.concurrent-limit", "most remote-read requests served at once; more wait")
+	fs.Int(&rr.MaxBytesInFrame, "remote-read.max-bytes-in-frame", "largest frame of a streamed remote-read response, in bytes")
+	fs.String(&sc.StoreAPIAddress, "grpc.listen-address", "address to serve Thanos' StoreAPI on over gRPC, for a Thanos Querier (Thanos' port is 10901); empty: none")
+	fs.Int(&sc.StoreAPILimits.MaxSeries, "store.limits.request-series", "most series a StoreAPI Series request may select; more is refused with ResourceExhausted (0: no limit)")
+	fs.Int(&sc.StoreAPILimits.MaxChunks, "store.limits.request-chunks", "most chunks a StoreAPI Series request may send; more is refused with ResourceExhausted (0: no limit)")
+	fs.String(&sc.ObjstoreConfigFile, "objstore.config-file", "object storage configuration file in Thanos' format (type: S3, GCS, AZURE, SWIFT, FILESYSTEM, ...): every block written from the head is uploaded to that bucket once complete (meta.json last, with Thanos' thanos section); empty: no uploads")
 	ot := &sc.OTLP.Translation
 	// Not DefaultConfig's: a server run in-process (tests, the bench
 	// tool) should not take OTLP's port unless asked to.
-	fs.StringVar(&sc.OTLPGRPCAddress, "otlp.grpc-listen-address", ":4317", "address to serve OTLP/gRPC on (OpenTelemetry's port 4317); empty: no OTLP/gRPC")
-	fs.Int64Var(&sc.OTLP.MaxBodyBytes, "otlp.max-request-bytes", sc.OTLP.MaxBodyBytes, "largest accepted OTLP request body as sent (gzipped or not), in bytes; larger ones get 413")
-	strategy := fs.String("otlp.translation-strategy", string(ot.TranslationStrategy), "how OTLP metric and attribute names become Prometheus names, by Prometheus' names for it: UnderscoreEscapingWithSuffixes, UnderscoreEscapingWithoutSuffixes, NoUTF8EscapingWithSuffixes or NoTranslation")
-	promote := fs.String("otlp.promote-resource-attributes", "", "comma-separated resource attributes to add to every series of the resource as labels")
-	fs.BoolVar(&ot.PromoteAllResourceAttributes, "otlp.promote-all-resource-attributes", false, "add every resource attribute but those of --otlp.ignore-resource-attributes to the resource's series as labels")
-	ignore := fs.String("otlp.ignore-resource-attributes", "", "comma-separated resource attributes --otlp.promote-all-resource-attributes leaves out")
-	fs.BoolVar(&ot.KeepIdentifyingResourceAttributes, "otlp.keep-identifying-resource-attributes", false, "keep service.name, service.namespace and service.instance.id on target_info although job and instance hold them")
-	fs.BoolVar(&ot.PromoteScopeMetadata, "otlp.promote-scope-metadata", false, "add the instrumentation scope's name, version, schema URL and attributes to its series as otel_scope_* labels")
-	fs.BoolVar(&ot.ConvertHistogramsToNHCB, "otlp.convert-histograms-to-nhcb", false, "store explicit-bucket histograms as native histograms with custom buckets instead of _bucket, _sum and _count series")
-	delta := fs.String("otlp.delta", string(sc.OTLP.Delta), "what becomes of sums and histograms of delta temporality: cumulative (each stream's deltas added up into a cumulative series, as the OpenTelemetry Collector's deltatocumulative processor does), reject (counted as rejected data points) or as-is (each delta stored as a sample of its own, as Prometheus' native delta ingestion)")
-	fs.DurationVar(&sc.OTLP.DeltaMaxStale, "otlp.delta.max-stale", sc.OTLP.DeltaMaxStale, "with --otlp.delta=cumulative, how long a delta stream is remembered after its last point; its next delta starts it again from zero under a new start time")
-	fs.IntVar(&sc.OTLP.DeltaMaxStreams, "otlp.delta.max-streams", sc.OTLP.DeltaMaxStreams, "with --otlp.delta=cumulative, most delta streams remembered, of sums and of histograms each; points of new streams beyond it are rejected; 0 for no limit")
-	fs.IntVar(&sc.MaxExemplars, "storage.max-exemplars", sc.MaxExemplars, "how many exemplars to keep, the newest of all series together (about 100 bytes each); 0 keeps none")
-	fs.IntVar(&sc.MaxSeries, "storage.max-series", sc.MaxSeries, "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
-	blockDuration := fs.String("storage.block-duration", model.Duration(sc.BlockDuration).String(), "time range of the blocks the in-memory head is written to; the head holds about one and a half of them (units as Prometheus: ms, s, m, h, d, w, y)")
-	oooWindow := fs.String("storage.out-of-order-window", "0s", "how far behind the newest sample a sample older than its series' newest is still taken, as Prometheus' out_of_order_time_window: 30m suits OpenTelemetry senders, which batch, retry and fan in; 100y takes anything; 0 refuses such samples with 400 (OTLP: rejected points)")
-	maxBlockDuration := fs.String("storage.max-block-duration", "0", "largest block that smaller ones are merged into; 0: the smaller of 31d and a tenth of --retention.time; the value of --storage.block-duration turns merging off")
-	retentionTime := fs.String("retention.time", model.Duration(sc.RetentionTime).String(), "how long to keep data: blocks whose newest sample is older than the newest data by more than this are deleted; 0 keeps data forever")
-	retentionSize := fs.String("retention.size", "0", "most bytes blocks, WAL and head chunk files may take together (units B, KB, MB, GB, TB, PB, base 2 as in Prometheus); the oldest blocks are deleted above it; 0 for no limit")
-	fs.DurationVar(&sc.LookbackDelta, "query.lookback-delta", sc.LookbackDelta, "how far back PromQL looks for the latest sample of a series at an evaluation time")
-	fs.DurationVar(&sc.QueryTimeout, "query.timeout", sc.QueryTimeout, "longest a query may run")
-	fs.IntVar(&sc.QueryMaxSamples, "query.max-samples", sc.QueryMaxSamples, "most samples a single query may load into memory (each part of a split range query on its own)")
-	fs.IntVar(&sc.QueryMaxConcurrency, "query.max-concurrency", sc.QueryMaxConcurrency, "most queries evaluated at once; as many more wait for a slot, and more than that are refused with 503")
-	fs.IntVar(&sc.QueryRangeParallelism, "query.range-parallelism", sc.QueryRangeParallelism, "most parts a range query's steps are split into and evaluated at once, on different cores (default: the cores strata may use); 1 evaluates every query whole")
-	fs.DurationVar(&sc.DefaultSubqueryStep, "query.default-subquery-step", sc.DefaultSubqueryStep, "step of subqueries that do not give one")
-	fs.StringVar(&sc.QueryEngine, "query.engine", sc.QueryEngine, "how queries are evaluated: rollup (rate, increase, irate, delta, idelta, changes, resets and sum/avg/min/max/count_over_time over range vectors, and instant vector selectors, and their sum, avg, min, max, count and group, by strata (over all steps of a range query at once), the rest by Prometheus' engine, with the same answers) or prometheus (Prometheus' engine alone); queries asking for stats always run in Prometheus' engine")
-	var external stringList
-	fs.Var(&external, "external-label", "a label that identifies this server among others, name=value (may be repeated), as Prometheus' global.external_labels: shown in /api/v1/status/config for Thanos' sidecar and added to remote-read's series and to alerts, not stored; --config.file's external labels win over these")
-	fs.StringVar(&sc.ConfigFile, "config.file", "", "configuration file in Prometheus' format: its scrape_configs are scraped, its rule_files and alerting sections are evaluated and sent to Alertmanagers, its global section gives the scrape and evaluation intervals and external labels, its storage and otlp sections win over the flags; reloaded on SIGHUP and, with --web.enable-lifecycle, POST /-/reload; empty: none")
-	fs.DurationVar(&sc.ScrapeDiscoveryInterval, "scrape.discovery-reload-interval", sc.ScrapeDiscoveryInterval, "how long target updates of service discovery are gathered before the scrape pools are updated, as Prometheus' flag of that name")
-	fs.BoolVar(&sc.SelfScrape, "self-scrape", sc.SelfScrape, "without --config.file, scrape strata's own /metrics every 15s as job \"strata\" (off with --web.config.file, whose TLS and auth a scrape would need: scrape it from a --config.file then)")
-	fs.BoolVar(&sc.EnableLifecycle, "web.enable-lifecycle", false, "serve POST /-/reload, which reloads --config.file, as Prometheus does")
-	fs.BoolVar(&sc.EnableAdminAPI, "web.enable-admin-api", false, "serve the admin endpoints, POST /api/v1/admin/tsdb/delete_series and clean_tombstones, as Prometheus does; without it they answer 503")
-	fs.StringVar(&sc.ExternalURL, "web.external-url", "", "the URL users reach strata at (behind a proxy, say), for the links alerts carry back to it; default http://<hostname>:<port>/")
+	sc.OTLPGRPCAddress = ":4317"
+	fs.String(&sc.OTLPGRPCAddress, "otlp.grpc-listen-address", "address to serve OTLP/gRPC on (OpenTelemetry's port 4317); empty: no OTLP/gRPC")
+	fs.Int64(&sc.OTLP.MaxBodyBytes, "otlp.max-request-bytes", "largest accepted OTLP request body as sent (gzipped or not), in bytes; larger ones get 413")
+	strategy := string(ot.TranslationStrategy)
+	fs.String(&strategy, "otlp.translation-strategy", "how OTLP metric and attribute names become Prometheus names, by Prometheus' names for it: UnderscoreEscapingWithSuffixes, UnderscoreEscapingWithoutSuffixes, NoUTF8EscapingWithSuffixes or NoTranslation")
+	promote := ""
+	fs.String(&promote, "otlp.promote-resource-attributes", "comma-separated resource attributes to add to every series of the resource as labels")
+	fs.Bool(&ot.PromoteAllResourceAttributes, "otlp.promote-all-resource-attributes", "add every resource attribute but those of --otlp.ignore-resource-attributes to the resource's series as labels")
+	ignore := ""
+	fs.String(&ignore, "otlp.ignore-resource-attributes", "comma-separated resource attributes --otlp.promote-all-resource-attributes leaves out")
+	fs.Bool(&ot.KeepIdentifyingResourceAttributes, "otlp.keep-identifying-resource-attributes", "keep service.name, service.namespace and service.instance.id on target_info although job and instance hold them")
+	fs.Bool(&ot.PromoteScopeMetadata, "otlp.promote-scope-metadata", "add the instrumentation scope's name, version, schema URL and attributes to its series as otel_scope_* labels")
+	fs.Bool(&ot.ConvertHistogramsToNHCB, "otlp.convert-histograms-to-nhcb", "store explicit-bucket histograms as native histograms with custom buckets instead of _bucket, _sum and _count series")
+	delta := string(sc.OTLP.Delta)
+	fs.String(&delta, "otlp.delta", "what becomes of sums and histograms of delta temporality: cumulative (each stream's deltas added up into a cumulative series, as the OpenTelemetry Collector's deltatocumulative processor does), reject (counted as rejected data points) or as-is (each delta stored as a sample of its own, as Prometheus' native delta ingestion)")
+	fs.Duration(&sc.OTLP.DeltaMaxStale, "otlp.delta.max-stale", "with --otlp.delta=cumulative, how long a delta stream is remembered after its last point; its next delta starts it again from zero under a new start time")
+	fs.Int(&sc.OTLP.DeltaMaxStreams, "otlp.delta.max-streams", "with --otlp.delta=cumulative, most delta streams remembered, of sums and of histograms each; points of new streams beyond it are rejected; 0 for no limit")
+	fs.Int(&sc.MaxExemplars, "storage.max-exemplars", "how many exemplars to keep, the newest of all series together (about 100 bytes each); 0 keeps none")
+	fs.Int(&sc.MaxSeries, "storage.max-series", "most series the store holds; samples of new series beyond it are rejected with 400; 0 for no limit")
+	blockDuration := model.Duration(sc.BlockDuration).String()
+	fs.String(&blockDuration, "storage.block-duration", "time range of the blocks the in-memory head is written to; the head holds about one and a half of them (units as Prometheus: ms, s, m, h, d, w, y)")
+	oooWindow := "0s"
+	fs.String(&oooWindow, "storage.out-of-order-window", "how far behind the newest sample a sample older than its series' newest is still taken, as Prometheus' out_of_order_time_window: 30m suits OpenTelemetry senders, which batch, retry and fan in; 100y takes anything; 0 refuses such samples with 400 (OTLP: rejected points)")
+	maxBlockDuration := "0"
+	fs.String(&maxBlockDuration, "storage.max-block-duration", "largest block that smaller ones are merged into; 0: the smaller of 31d and a tenth of --retention.time; the value of --storage.block-duration turns merging off")
+	retentionTime := model.Duration(sc.RetentionTime).String()
+	fs.String(&retentionTime, "retention.time", "how long to keep data: blocks whose newest sample is older than the newest data by more than this are deleted; 0 keeps data forever")
+	retentionSize := "0"
+	fs.String(&retentionSize, "retention.size", "most bytes blocks, WAL and head chunk files may take together (units B, KB, MB, GB, TB, PB, base 2 as in Prometheus); the oldest blocks are deleted above it; 0 for no limit")
+	fs.Duration(&sc.LookbackDelta, "query.lookback-delta", "how far back PromQL looks for the latest sample of a series at an evaluation time")
+	fs.Duration(&sc.QueryTimeout, "query.timeout", "longest a query may run")
+	fs.Int(&sc.QueryMaxSamples, "query.max-samples", "most samples a single query may load into memory (each part of a split range query on its own)")
+	fs.Int(&sc.QueryMaxConcurrency, "query.max-concurrency", "most queries evaluated at once; as many more wait for a slot, and more than that are refused with 503")
+	fs.Int(&sc.QueryRangeParallelism, "query.range-parallelism", "most parts a range query's steps are split into and evaluated at once, on different cores (default: the cores strata may use); 1 evaluates every query whole")
+	fs.Duration(&sc.DefaultSubqueryStep, "query.default-subquery-step", "step of subqueries that do not give one")
+	fs.String(&sc.QueryEngine, "query.engine", "how queries are evaluated: rollup (rate, increase, irate, delta, idelta, changes, resets and sum/avg/min/max/count_over_time over range vectors, and instant vector selectors, and their sum, avg, min, max, count and group, by strata (over all steps of a range query at once), the rest by Prometheus' engine, with the same answers) or prometheus (Prometheus' engine alone); queries asking for stats always run in Prometheus' engine")
+	var external []string
+	fs.Strings(&external, "external-label", "a label that identifies this server among others, name=value (may be repeated), as Prometheus' global.external_labels: shown in /api/v1/status/config for Thanos' sidecar and added to remote-read's series and to alerts, not stored; --config.file's external labels win over these")
+	fs.String(&sc.ConfigFile, "config.file", "configuration file in Prometheus' format: its scrape_configs are scraped, its rule_files and alerting sections are evaluated and sent to Alertmanagers, its global section gives the scrape and evaluation intervals and external labels, its storage and otlp sections win over the flags; reloaded on SIGHUP and, with --web.enable-lifecycle, POST /-/reload; empty: none")
+	fs.Duration(&sc.ScrapeDiscoveryInterval, "scrape.discovery-reload-interval", "how long target updates of service discovery are gathered before the scrape pools are updated, as Prometheus' flag of that name")
+	fs.Bool(&sc.SelfScrape, "self-scrape", "without --config.file, scrape strata's own /metrics every 15s as job \"strata\" (off with --web.config.file, whose TLS and auth a scrape would need: scrape it from a --config.file then)")
+	fs.Bool(&sc.EnableLifecycle, "web.enable-lifecycle", "serve POST /-/reload, which reloads --config.file, as Prometheus does")
+	fs.Bool(&sc.EnableAdminAPI, "web.enable-admin-api", "serve the admin endpoints, POST /api/v1/admin/tsdb/delete_series, clean_tombstones and snapshot, as Prometheus does; without it they answer 503")
+	fs.String(&sc.ExternalURL, "web.external-url", "the URL users reach strata at (behind a proxy, say), for the links alerts carry back to it; default http://<hostname>:<port>/")
 	ro := &sc.Rules
-	fs.DurationVar(&ro.OutageTolerance, "rules.alert.for-outage-tolerance", ro.OutageTolerance, "longest outage after which the `for` state of alerts is still restored at start")
-	fs.DurationVar(&ro.ForGracePeriod, "rules.alert.for-grace-period", ro.ForGracePeriod, "least time left of an alert's `for` when it is restored at start, so that an alert does not fire at once after a restart")
-	fs.DurationVar(&ro.ResendDelay, "rules.alert.resend-delay", ro.ResendDelay, "how long to wait before sending a firing alert to Alertmanager again")
-	fs.IntVar(&ro.NotificationQueueCapacity, "alertmanager.notification-queue-capacity", ro.NotificationQueueCapacity, "most alerts waiting to be sent to Alertmanagers; the oldest are dropped beyond it")
-	var features stringList
-	fs.Var(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr, use-start-timestamps (may be repeated)")
-	if err := fs.Parse(args); err != nil {
+	fs.Duration(&ro.OutageTolerance, "rules.alert.for-outage-tolerance", "longest outage after which the `for` state of alerts is still restored at start")
+	fs.Duration(&ro.ForGracePeriod, "rules.alert.for-grace-period", "least time left of an alert's `for` when it is restored at start, so that an alert does not fire at once after a restart")
+	fs.Duration(&ro.ResendDelay, "rules.alert.resend-delay", "how long to wait before sending a firing alert to Alertmanager again")
+	fs.Int(&ro.NotificationQueueCapacity, "alertmanager.notification-queue-capacity", "most alerts waiting to be sent to Alertmanagers; the oldest are dropped beyond it")
+	var features []string
+	fs.Strings(&features, "enable-feature", "comma-separated PromQL features to enable, as in Prometheus: promql-experimental-functions, promql-extended-range-selectors, promql-delayed-name-removal, promql-binop-fill-modifiers, promql-duration-expr, use-start-timestamps (may be repeated)")
+	if _, err := parse(app, args); err != nil {
 		return cfg, err
 	}
-	sc.Flags = map[string]string{}
-	fs.VisitAll(func(f *flag.Flag) { sc.Flags[f.Name] = f.Value.String() })
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+	sc.Flags = flagValues(app)
+	if err := cfg.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return cfg, fmt.Errorf("--log.level: %w", err)
 	}
 	var err error
-	if sc.WALSync, err = wal.ParseSyncPolicy(*walSync); err != nil {
+	if sc.WALSync, err = wal.ParseSyncPolicy(walSync); err != nil {
 		return cfg, fmt.Errorf("--wal.sync: %w", err)
 	}
-	d, err := model.ParseDuration(*blockDuration)
+	d, err := model.ParseDuration(blockDuration)
 	if err != nil {
 		return cfg, fmt.Errorf("--storage.block-duration: %w", err)
 	}
 	sc.BlockDuration = time.Duration(d)
-	if d, err = model.ParseDuration(*maxBlockDuration); err != nil {
+	if d, err = model.ParseDuration(maxBlockDuration); err != nil {
 		return cfg, fmt.Errorf("--storage.max-block-duration: %w", err)
 	}
 	sc.MaxBlockDuration = time.Duration(d)
-	if d, err = model.ParseDuration(*oooWindow); err != nil {
+	if d, err = model.ParseDuration(oooWindow); err != nil {
 		return cfg, fmt.Errorf("--storage.out-of-order-window: %w", err)
 	}
 	sc.OutOfOrderWindow = time.Duration(d)
-	if d, err = model.ParseDuration(*retentionTime); err != nil {
+	if d, err = model.ParseDuration(retentionTime); err != nil {
 		return cfg, fmt.Errorf("--retention.time: %w", err)
 	}
 	sc.RetentionTime = time.Duration(d)
-	if sc.RetentionSize, err = parseBytes(*retentionSize); err != nil {
+	if sc.RetentionSize, err = parseBytes(retentionSize); err != nil {
 		return cfg, fmt.Errorf("--retention.size: %w", err)
 	}
-	if ot.TranslationStrategy, err = otlp.ParseStrategy(*strategy); err != nil {
+	if ot.TranslationStrategy, err = otlp.ParseStrategy(strategy); err != nil {
 		return cfg, fmt.Errorf("--otlp.translation-strategy: %w", err)
 	}
-	ot.PromoteResourceAttributes = splitList(*promote)
-	ot.IgnoreResourceAttributes = splitList(*ignore)
+	ot.PromoteResourceAttributes = splitList(promote)
+	ot.IgnoreResourceAttributes = splitList(ignore)
 	if err := otlp.ValidateTranslation(*ot); err != nil {
 		return cfg, fmt.Errorf("--otlp flags: %w", err)
 	}
-	if sc.OTLP.Delta, err = otlp.ParseDelta(*delta); err != nil {
+	if sc.OTLP.Delta, err = otlp.ParseDelta(delta); err != nil {
 		return cfg, fmt.Errorf("--otlp.delta: %w", err)
 	}
 	switch {
@@ -182,8 +197,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("--storage.max-series must not be negative")
 	case sc.MaxExemplars < 0:
 		return cfg, fmt.Errorf("--storage.max-exemplars must not be negative")
-	case !(*memLimitRatio > 0 && *memLimitRatio <= 1):
-		return cfg, fmt.Errorf("--auto-gomemlimit.ratio %g is not in (0, 1]", *memLimitRatio)
+	case !(memLimitRatio > 0 && memLimitRatio <= 1):
+		return cfg, fmt.Errorf("--auto-gomemlimit.ratio %g is not in (0, 1]", memLimitRatio)
 	case sc.LookbackDelta <= 0:
 		return cfg, fmt.Errorf("--query.lookback-delta must be positive")
 	case sc.QueryTimeout <= 0:
@@ -224,8 +239,8 @@ func parseFlags(args []string) (config, error) {
 			cfg.unknownFeatures = append(cfg.unknownFeatures, f)
 		}
 	}
-	if *autoMemLimit {
-		cfg.memLimitRatio = *memLimitRatio
+	if autoMemLimit {
+		cfg.memLimitRatio = memLimitRatio
 	}
 	return cfg, nil
 }

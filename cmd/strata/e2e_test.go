@@ -395,11 +395,11 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		{"--store.limits.request-chunks", "-5"},
 		{"--wal.checkpoint-bytes", "1024"},
 	} {
-		if _, err := parseFlags(args); err == nil {
+		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
 		}
 	}
-	cfg, err := parseFlags([]string{"--enable-feature=promql-experimental-functions,promql-duration-expr", "--enable-feature", "promql-delayed-name-removal,nope,use-start-timestamps"})
+	cfg, err := parseFlags([]string{"--enable-feature=promql-experimental-functions,promql-duration-expr", "--enable-feature", "promql-delayed-name-removal,nope,use-start-timestamps"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		t.Errorf("GOMEMLIMIT ratio %g by default, want 0.9", cfg.memLimitRatio)
 	}
 	for args, want := range map[[2]string]float64{{"--auto-gomemlimit.ratio", "0.5"}: 0.5, {"--auto-gomemlimit=false", "--auto-gomemlimit.ratio=0.5"}: 0} {
-		if c, err := parseFlags(args[:]); err != nil || c.memLimitRatio != want {
+		if c, err := parseFlags(args[:], io.Discard); err != nil || c.memLimitRatio != want {
 			t.Errorf("parseFlags(%q): ratio %g, %v; want %g", args, c.memLimitRatio, err, want)
 		}
 	}
@@ -415,7 +415,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		!cfg.server.UseStartTimestamps || cfg.server.ParserOptions.EnableExtendedRangeSelectors || len(cfg.unknownFeatures) != 1 {
 		t.Fatalf("features parsed wrong: %+v", cfg)
 	}
-	cfg, err = parseFlags([]string{"--retention.time", "30d", "--retention.size", "512MB", "--storage.block-duration", "1h", "--storage.out-of-order-window", "30m"})
+	cfg, err = parseFlags([]string{"--retention.time", "30d", "--retention.size", "512MB", "--storage.block-duration", "1h", "--storage.out-of-order-window", "30m"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	if f := cfg.server.Flags; f["storage.out-of-order-window"] != "30m" || f["retention.size"] != "512MB" || f["listen-address"] == "" {
 		t.Errorf("flags for /api/v1/status/flags: %v", f)
 	}
-	cfg, err = parseFlags([]string{"--external-label", "replica=a", "--external-label", "cluster=eu-1=blue", "--external-label", "k8s.region=west"})
+	cfg, err = parseFlags([]string{"--external-label", "replica=a", "--external-label", "cluster=eu-1=blue", "--external-label", "k8s.region=west"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestServerRejectsBadFlags(t *testing.T) {
 		t.Errorf("external labels %s", got)
 	}
 	cfg, err = parseFlags([]string{"--otlp.translation-strategy", "NoUTF8EscapingWithSuffixes", "--otlp.promote-resource-attributes", " k8s.pod.name, region ",
-		"--otlp.delta", "as-is", "--otlp.promote-scope-metadata", "--otlp.convert-histograms-to-nhcb"})
+		"--otlp.delta", "as-is", "--otlp.promote-scope-metadata", "--otlp.convert-histograms-to-nhcb"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

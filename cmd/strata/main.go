@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,9 +17,6 @@ import (
 
 	"github.com/strata-db/strata/internal/server"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
 
 // defaultGOGC is the garbage collector's target unless the GOGC
 // environment variable sets one. Go's default of 100 lets the heap grow to
@@ -71,14 +67,14 @@ func main() {
 		os.Exit(runTSDB(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "store" {
-		os.Exit(runStore(os.Args[2:], os.Stderr))
+		os.Exit(runStore(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "compact" {
-		os.Exit(runCompact(os.Args[2:], os.Stderr))
+		os.Exit(runCompact(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	cfg, err := parseFlags(os.Args[1:])
+	cfg, err := parseFlags(os.Args[1:], os.Stdout)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, errPrinted) {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "strata:", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,32 +19,37 @@ import (
 	"github.com/strata-db/strata/internal/block"
 )
 
+// tsdbHelp is what `strata tsdb --help` says before the commands.
+const tsdbHelp = "Tools for a strata data directory. list and analyze only read: they are safe while the server runs."
+
 // runTSDB runs `strata tsdb <command>`, the tools that read a data
 // directory, and returns the exit code.
 func runTSDB(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "usage: strata tsdb list --data-dir DIR\n       strata tsdb analyze --data-dir DIR [--block ULID] [--limit N]")
+	app := newApp("strata tsdb", tsdbHelp, stdout)
+	list := app.Command("list", "Print a line per block of a data directory: its time range, series, samples, chunks, bytes and compaction level.")
+	var lo listOptions
+	lo.dir, lo.human = "./data", true
+	flags{list}.String(&lo.dir, "data-dir", "the data directory")
+	flags{list}.Bool(&lo.human, "human", "print times as RFC 3339 rather than milliseconds")
+	analyze := app.Command("analyze", "Print the cardinality of a block: the metric names, label names and label pairs with the most series.")
+	var ao analyzeOptions
+	ao.dir, ao.limit = "./data", 20
+	flags{analyze}.String(&ao.dir, "data-dir", "the data directory")
+	flags{analyze}.String(&ao.block, "block", "ULID of the block to analyze (default: the newest)")
+	flags{analyze}.Int(&ao.limit, "limit", "entries per list")
+	cmd, err := parse(app, args)
+	if errors.Is(err, errPrinted) {
+		return 0
 	}
-	if len(args) == 0 {
-		usage()
+	if err != nil {
+		fmt.Fprintf(stderr, "strata tsdb: %v (see strata tsdb --help)\n", err)
 		return 2
 	}
-	var err error
-	switch args[0] {
-	case "list":
-		err = tsdbList(args[1:], stdout)
-	case "analyze":
-		err = tsdbAnalyze(args[1:], stdout)
-	case "-h", "-help", "--help", "help":
-		usage()
-		return 0
-	default:
-		fmt.Fprintf(stderr, "strata tsdb: unknown command %q\n", args[0])
-		usage()
-		return 2
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	switch cmd {
+	case list.FullCommand():
+		err = tsdbList(lo, stdout)
+	case analyze.FullCommand():
+		err = tsdbAnalyze(ao, stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "strata tsdb:", err)
@@ -54,23 +58,22 @@ func runTSDB(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+type listOptions struct {
+	dir   string
+	human bool
+}
+
 // tsdbList prints a line per block of a data directory. It reads only
 // meta.json and file sizes, so it is safe while the server runs.
-func tsdbList(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("strata tsdb list", flag.ContinueOnError)
-	dir := fs.String("data-dir", "./data", "the data directory")
-	humanTimes := fs.Bool("human", true, "print times as RFC 3339 rather than milliseconds")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ids, err := blockIDs(*dir)
+func tsdbList(o listOptions, out io.Writer) error {
+	ids, err := blockIDs(o.dir)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BLOCK ULID\tMIN TIME\tMAX TIME\tDURATION\tSERIES\tSAMPLES\tCHUNKS\tBYTES\tLEVEL")
 	for _, id := range ids {
-		bdir := filepath.Join(*dir, id)
+		bdir := filepath.Join(o.dir, id)
 		m, err := block.ReadMeta(block.LocalFiles(bdir))
 		var size int64
 		if err == nil {
@@ -82,7 +85,7 @@ func tsdbList(args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("block %s: %w", id, err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", m.ULID, fmtTime(m.MinTime, *humanTimes), fmtTime(m.MaxTime, *humanTimes),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", m.ULID, fmtTime(m.MinTime, o.human), fmtTime(m.MaxTime, o.human),
 			time.Duration(m.MaxTime-m.MinTime+1)*time.Millisecond, m.Stats.Series, m.Stats.Samples, m.Stats.Chunks, size, m.Level)
 	}
 	return tw.Flush()
@@ -127,21 +130,19 @@ func dirBytes(dir string) (int64, error) {
 	return n, err
 }
 
+type analyzeOptions struct {
+	dir, block string
+	limit      int
+}
+
 // tsdbAnalyze prints the cardinality of a block: the metric names, label
 // names and label pairs with the most series. It reads the block's index
 // only, so it is safe while the server runs.
-func tsdbAnalyze(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("strata tsdb analyze", flag.ContinueOnError)
-	dir := fs.String("data-dir", "./data", "the data directory")
-	id := fs.String("block", "", "ULID of the block to analyze (default: the newest)")
-	limit := fs.Int("limit", 20, "entries per list")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *limit < 1 {
+func tsdbAnalyze(o analyzeOptions, out io.Writer) error {
+	if o.limit < 1 {
 		return fmt.Errorf("--limit must be at least 1")
 	}
-	b, err := openAnalyzed(*dir, *id)
+	b, err := openAnalyzed(o.dir, o.block)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func tsdbAnalyze(args []string, out io.Writer) error {
 		{"Label pairs in the most series", byPair},
 	} {
 		fmt.Fprintf(out, "\n%s:\n", l.title)
-		for _, e := range topN(l.counts, *limit) {
+		for _, e := range topN(l.counts, o.limit) {
 			fmt.Fprintf(out, "%10d %s\n", e.n, e.key)
 		}
 	}

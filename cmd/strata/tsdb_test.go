@@ -23,7 +23,7 @@ func TestTSDBListWhileBlocksGo(t *testing.T) {
 	defer churnBlocks(t, dir)()
 	for range 500 {
 		var out strings.Builder
-		if err := tsdbList([]string{"--data-dir", dir}, &out); err != nil {
+		if err := tsdbList(listOptions{dir: dir, human: true}, &out); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), kept) {
@@ -41,7 +41,7 @@ func TestTSDBAnalyzeWhileBlocksGo(t *testing.T) {
 	defer churnBlocks(t, dir)()
 	for range 500 {
 		var out strings.Builder
-		if err := tsdbAnalyze([]string{"--data-dir", dir}, &out); err != nil {
+		if err := tsdbAnalyze(analyzeOptions{dir: dir, limit: 20}, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
