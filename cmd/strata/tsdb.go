@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -20,7 +23,7 @@ import (
 )
 
 // tsdbHelp is what `strata tsdb --help` says before the commands.
-const tsdbHelp = "Tools for a strata data directory. list and analyze only read: they are safe while the server runs."
+const tsdbHelp = "Tools for a strata data directory. list and analyze only read: they are safe while the server runs. backup copies a snapshot to object storage, restore makes a data directory hold the last backup."
 
 // runTSDB runs `strata tsdb <command>`, the tools that read a data
 // directory, and returns the exit code.
@@ -37,9 +40,30 @@ func runTSDB(args []string, stdout, stderr io.Writer) int {
 	flags{analyze}.String(&ao.dir, "data-dir", "the data directory")
 	flags{analyze}.String(&ao.block, "block", "ULID of the block to analyze (default: the newest)")
 	flags{analyze}.Int(&ao.limit, "limit", "entries per list")
+	backup := app.Command("backup", "Copy a snapshot's blocks to a bucket, sending only what its last backup lacks and then deleting blocks of earlier backups (see README, \"Backups\").")
+	bo := backupOptions{dataDir: "./data"}
+	flags{backup}.String(&bo.objstoreConfig, "objstore.config-file", "bucket configuration file in Thanos' format (required); its prefix keeps backups apart from the blocks nodes upload")
+	flags{backup}.String(&bo.snapshot, "snapshot", "snapshot directory to back up, such as <data-dir>/snapshots/<name> from POST /api/v1/admin/tsdb/snapshot")
+	flags{backup}.String(&bo.createURL, "snapshot.create-url", "URL of a running strata with --web.enable-admin-api, such as http://localhost:9201: a snapshot is made there, backed up from --data-dir, and removed")
+	flags{backup}.String(&bo.dataDir, "data-dir", "the data directory of the strata at --snapshot.create-url")
+	flags{backup}.Bool(&bo.keepSnapshot, "snapshot.keep", "keep the snapshot that --snapshot.create-url made")
+	restore := app.Command("restore", "Make a data directory hold the blocks of a bucket's last backup and nothing else, fetching only the blocks it lacks; start strata on it afterwards.")
+	ro := restoreOptions{dataDir: "./data"}
+	flags{restore}.String(&ro.objstoreConfig, "objstore.config-file", "bucket configuration file in Thanos' format (required), as given to backup")
+	flags{restore}.String(&ro.dataDir, "data-dir", "the data directory to restore into; it must not hold a write-ahead log")
+	logLevel := "info"
+	for _, c := range []flagger{backup, restore} {
+		flags{c}.String(&logLevel, "log.level", "log level: debug, info, warn or error")
+	}
 	cmd, err := parse(app, args)
 	if errors.Is(err, errPrinted) {
 		return 0
+	}
+	var level slog.Level
+	if err == nil {
+		if err = level.UnmarshalText([]byte(logLevel)); err != nil {
+			err = fmt.Errorf("--log.level: %w", err)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "strata tsdb: %v (see strata tsdb --help)\n", err)
@@ -50,6 +74,15 @@ func runTSDB(args []string, stdout, stderr io.Writer) int {
 		err = tsdbList(lo, stdout)
 	case analyze.FullCommand():
 		err = tsdbAnalyze(ao, stdout)
+	case backup.FullCommand(), restore.FullCommand():
+		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if cmd == backup.FullCommand() {
+			err = tsdbBackup(ctx, bo, logger, stdout)
+		} else {
+			err = tsdbRestore(ctx, ro, logger, stdout)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "strata tsdb:", err)
