@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
@@ -23,7 +24,7 @@ import (
 )
 
 // tsdbHelp is what `strata tsdb --help` says before the commands.
-const tsdbHelp = "Tools for a strata data directory. list and analyze only read: they are safe while the server runs. backup copies a snapshot to object storage, restore makes a data directory hold the last backup."
+const tsdbHelp = "Tools for a strata data directory. list and analyze only read: they are safe while the server runs. backup copies a snapshot to object storage, restore makes a data directory hold the last backup, create-blocks-from writes blocks from a file of samples."
 
 // runTSDB runs `strata tsdb <command>`, the tools that read a data
 // directory, and returns the exit code.
@@ -51,8 +52,19 @@ func runTSDB(args []string, stdout, stderr io.Writer) int {
 	ro := restoreOptions{dataDir: "./data"}
 	flags{restore}.String(&ro.objstoreConfig, "objstore.config-file", "bucket configuration file in Thanos' format (required), as given to backup")
 	flags{restore}.String(&ro.dataDir, "data-dir", "the data directory to restore into; it must not hold a write-ahead log")
+	create := app.Command("create-blocks-from", "Write blocks from a file of samples, without the head, as promtool's command of that name does: history too old for the head goes in this way.")
+	bf := backfillOptions{blockDuration: "2h"}
+	createFormats := map[string]*kingpin.CmdClause{
+		formatOpenMetrics: create.Command(formatOpenMetrics, "From an OpenMetrics text exposition, every sample with a timestamp (in seconds, as OpenMetrics has them), ending with # EOF."),
+		formatJSONLines:   create.Command(formatJSONLines, "From VictoriaMetrics' JSON lines, what /api/v1/export writes (gzipped if the name ends in .gz)."),
+	}
+	for _, c := range createFormats {
+		c.Arg("input", "the file to read").Required().StringVar(&bf.input)
+		c.Arg("output", "the directory to write the blocks to: the backfill directory of a data directory, which strata takes them from, or the data directory of a strata not running").Default("./data/backfill").StringVar(&bf.output)
+		flags{c}.String(&bf.blockDuration, "max-block-duration", "range of each block written, aligned as the head's blocks are; larger blocks take fewer passes over the input and more memory")
+	}
 	logLevel := "info"
-	for _, c := range []flagger{backup, restore} {
+	for _, c := range []flagger{backup, restore, createFormats[formatOpenMetrics], createFormats[formatJSONLines]} {
 		flags{c}.String(&logLevel, "log.level", "log level: debug, info, warn or error")
 	}
 	cmd, err := parse(app, args)
@@ -69,20 +81,21 @@ func runTSDB(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "strata tsdb: %v (see strata tsdb --help)\n", err)
 		return 2
 	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	switch cmd {
 	case list.FullCommand():
 		err = tsdbList(lo, stdout)
 	case analyze.FullCommand():
 		err = tsdbAnalyze(ao, stdout)
-	case backup.FullCommand(), restore.FullCommand():
-		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if cmd == backup.FullCommand() {
-			err = tsdbBackup(ctx, bo, logger, stdout)
-		} else {
-			err = tsdbRestore(ctx, ro, logger, stdout)
-		}
+	case backup.FullCommand():
+		err = tsdbBackup(ctx, bo, logger, stdout)
+	case restore.FullCommand():
+		err = tsdbRestore(ctx, ro, logger, stdout)
+	case createFormats[formatOpenMetrics].FullCommand(), createFormats[formatJSONLines].FullCommand():
+		bf.format = strings.TrimPrefix(cmd, create.FullCommand()+" ")
+		err = tsdbCreateBlocks(ctx, bf, logger, stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "strata tsdb:", err)

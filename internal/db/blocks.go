@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/strata-db/strata/internal/block"
+	"github.com/strata-db/strata/internal/head"
 	"github.com/strata-db/strata/internal/vfs"
 )
 
@@ -63,6 +64,73 @@ func (db *DB) loadBlocks() ([]*block.Block, error) {
 	}
 	sortBlocks(blocks)
 	return blocks, nil
+}
+
+// BackfillDir is the directory of the data directory whose blocks the
+// store takes in, at a compaction, once the head holds no sample of their
+// range: `strata tsdb create-blocks-from` writes blocks for it.
+const BackfillDir = "backfill"
+
+// takeBackfill moves the blocks of BackfillDir whose range ends before
+// the head's oldest sample into the data directory and the list, where
+// merges take them in with the others, those that overlap first. One
+// that reaches into the head's range waits: at a restart, the head drops
+// what it replays of ranges that blocks hold, and it would drop samples
+// that are in no block. A block that does not open is logged and left
+// where it is. It runs under compactMu, so that no merge lists the
+// directory meanwhile.
+func (db *DB) takeBackfill(h *head.Head) error {
+	dir := filepath.Join(db.opts.Dir, BackfillDir)
+	entries, err := db.fs.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var added []*block.Block
+	for _, e := range entries {
+		name := e.Name()
+		if _, err := ulid.ParseStrict(name); err != nil || !e.IsDir() {
+			continue
+		}
+		b, err := block.Open(block.FSFiles{FS: db.fs, Dir: filepath.Join(dir, name)})
+		if err != nil {
+			db.logger.Error("backfilled block left out: it does not open", "dir", filepath.Join(dir, name), "err", err)
+			continue
+		}
+		m := b.Meta()
+		if err := b.Close(); err != nil {
+			return err
+		}
+		if mint := h.MinTime(); mint <= h.MaxTime() && m.MaxTime >= mint {
+			db.logger.Debug("backfilled block waits for the head to move past it", "ulid", m.ULID, "max_time", m.MaxTime, "head_min_time", mint)
+			continue
+		}
+		if err := db.fs.Rename(filepath.Join(dir, name), filepath.Join(db.opts.Dir, name)); err != nil {
+			return err
+		}
+		if err := vfs.SyncDir(db.fs, db.opts.Dir); err != nil {
+			return err
+		}
+		if b, err = block.Open(db.blockFiles(name)); err != nil {
+			return fmt.Errorf("open backfilled block %s: %w", name, err)
+		}
+		db.logger.Info("backfilled block taken in", "ulid", m.ULID, "min_time", m.MinTime, "max_time", m.MaxTime, "series", m.Stats.Series)
+		added = append(added, b)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if err := vfs.SyncDir(db.fs, dir); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	blocks := append(slices.Clone(db.blocks), added...)
+	sortBlocks(blocks)
+	db.blocks = blocks
+	db.mu.Unlock()
+	return nil
 }
 
 // dropMerged closes and deletes the blocks whose samples another block

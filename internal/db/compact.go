@@ -32,6 +32,9 @@ func (db *DB) Compact() error {
 		db.stats.compactionFailures.Add(1)
 		return err
 	}
+	if err := db.takeBackfill(h); err != nil {
+		return err
+	}
 	if err := db.applyRetention(h); err != nil {
 		return err
 	}

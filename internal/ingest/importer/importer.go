@@ -59,7 +59,11 @@ func New(app storage.Appendable, opts Options) *Handler {
 }
 
 // JSONLines serves /api/v1/import.
-func (h *Handler) JSONLines() http.Handler { return h.serve(parseJSONLine) }
+func (h *Handler) JSONLines() http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		h.serve(jsonLineParser()).ServeHTTP(rw, r)
+	})
+}
 
 // compactingWait is how long an import waits before it tries again a
 // sample whose range is being written to a block: compactions take
@@ -70,8 +74,11 @@ const compactingWait = 200 * time.Millisecond
 // commit's WAL write is large, few enough that a batch's memory is small.
 const batchSamples = 10_000
 
-// lineParser reads one line into w's batch.
-type lineParser func(w *writer, line []byte) error
+// lineParser reads one line, and passes each series it holds to add with
+// its samples, which add may not keep.
+type lineParser func(line []byte, add addFunc) error
+
+type addFunc func(lset labels.Labels, ts []int64, vs []float64) error
 
 func (h *Handler) serve(parse lineParser) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -114,8 +121,6 @@ type writer struct {
 	rj         ingest.Rejections
 	// failed counts lines with a problem.
 	failed int
-	lb     labels.ScratchBuilder
-	vs     []float64 // a line's values, reused
 }
 
 // errFault ends the import: a failure of the store's (503), or the rate
@@ -142,7 +147,7 @@ func (w *writer) run(body io.Reader, parse lineParser) (int, string) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if err := parse(w, line); err != nil {
+		if err := parse(line, w.add); err != nil {
 			var fault errFault
 			if !errors.As(err, &fault) {
 				w.failed++
@@ -215,17 +220,16 @@ func (w *writer) finish() {
 	}
 }
 
-// series checks a label set read from the line.
-func (w *writer) series(lset labels.Labels) error {
+// add appends samples of one series read from the line, once its labels
+// pass the limits; a sample the store refuses is recorded, any other
+// failure ends the import.
+func (w *writer) add(lset labels.Labels, ts []int64, vs []float64) error {
 	if !lset.Has(labels.MetricName) {
 		return fmt.Errorf("%w: no metric name", storage.ErrInvalidLabels)
 	}
-	return w.h.opts.Limits.CheckSeries(lset)
-}
-
-// append appends samples of one series; a sample the store refuses is
-// recorded, any other failure ends the import.
-func (w *writer) append(lset labels.Labels, ts []int64, vs []float64) error {
+	if err := w.h.opts.Limits.CheckSeries(lset); err != nil {
+		return err
+	}
 	w.total += len(ts)
 	if !w.h.opts.RateLimiter.Allow(len(ts)) {
 		return errFault{http.StatusTooManyRequests, errors.New("ingestion rate limit reached (--remote-write.max-samples-per-second); send the rest later")}

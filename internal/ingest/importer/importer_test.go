@@ -316,3 +316,21 @@ func TestImportCommitFails(t *testing.T) {
 		t.Errorf("%d commits, %d rollbacks after a commit", st.commits, st.afterCommit)
 	}
 }
+
+// FuzzReaders feeds the readers of backfill input anything: an error or
+// samples, never a panic, and as many timestamps as values.
+func FuzzReaders(f *testing.F) {
+	f.Add([]byte(`{"metric":{"__name__":"up","job":"a"},"values":[1,null,"NaN"],"timestamps":[1000,2000,3000]}`))
+	f.Add([]byte("# TYPE x gauge\nx{a=\"b\"} 1 1000.5\n# EOF\n"))
+	f.Add([]byte("# TYPE x counter\nx_total 1 1\nx_created 1 1\n# EOF\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		check := func(lset labels.Labels, ts []int64, vs []float64) error {
+			if len(ts) != len(vs) {
+				t.Fatalf("%s: %d timestamps, %d values", lset, len(ts), len(vs))
+			}
+			return nil
+		}
+		_ = ReadOpenMetrics(body, check)
+		_ = ReadJSONLines(bytes.NewReader(body), 1<<20, check)
+	})
+}

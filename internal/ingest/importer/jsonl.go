@@ -1,13 +1,16 @@
 package importer
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 )
 
@@ -63,34 +66,62 @@ func specialValue(s string) (float64, error) {
 	return 0, fmt.Errorf("unsupported value %q", s)
 }
 
-// parseJSONLine reads a line of JSON lines into w.
-func parseJSONLine(w *writer, line []byte) error {
-	var l jsonLine
-	if err := json.Unmarshal(line, &l); err != nil {
-		return fmt.Errorf("cannot parse JSON line: %w", err)
+// jsonLineParser returns a parser of JSON lines, with its own scratch
+// space.
+func jsonLineParser() lineParser {
+	var (
+		lb labels.ScratchBuilder
+		vs []float64
+	)
+	return func(line []byte, add addFunc) error {
+		var l jsonLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return fmt.Errorf("cannot parse JSON line: %w", err)
+		}
+		switch {
+		case len(l.Metric) == 0:
+			return errors.New("missing `metric` object")
+		case len(l.Values) == 0:
+			return errors.New("missing `values` array")
+		case len(l.Values) != len(l.Timestamps):
+			return fmt.Errorf("`timestamps` array size must match `values` array size; got %d; want %d", len(l.Timestamps), len(l.Values))
+		}
+		lb.Reset()
+		for k, v := range l.Metric {
+			if v != "" {
+				lb.Add(k, v)
+			}
+		}
+		lb.Sort()
+		vs = vs[:0]
+		for _, v := range l.Values {
+			vs = append(vs, float64(v))
+		}
+		return add(lb.Labels(), l.Timestamps, vs)
 	}
-	switch {
-	case len(l.Metric) == 0:
-		return errors.New("missing `metric` object")
-	case len(l.Values) == 0:
-		return errors.New("missing `values` array")
-	case len(l.Values) != len(l.Timestamps):
-		return fmt.Errorf("`timestamps` array size must match `values` array size; got %d; want %d", len(l.Timestamps), len(l.Values))
-	}
-	w.lb.Reset()
-	for k, v := range l.Metric {
-		if v != "" {
-			w.lb.Add(k, v)
+}
+
+// ReadJSONLines reads VictoriaMetrics' JSON lines from r, as
+// /api/v1/import does, and passes each line's series to add with its
+// samples, which add may not keep. The first line that is longer than
+// maxLineBytes, cannot be read or that add refuses ends it with an
+// error that names the line.
+func ReadJSONLines(r io.Reader, maxLineBytes int, add func(lset labels.Labels, ts []int64, vs []float64) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, min(64<<10, maxLineBytes)), maxLineBytes)
+	parse := jsonLineParser()
+	n := 0
+	for sc.Scan() {
+		n++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := parse(sc.Bytes(), add); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
 		}
 	}
-	w.lb.Sort()
-	lset := w.lb.Labels()
-	if err := w.series(lset); err != nil {
-		return err
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return fmt.Errorf("line %d is longer than the limit of %d bytes", n+1, maxLineBytes)
 	}
-	w.vs = w.vs[:0]
-	for _, v := range l.Values {
-		w.vs = append(w.vs, float64(v))
-	}
-	return w.append(lset, l.Timestamps, w.vs)
+	return sc.Err()
 }

@@ -51,7 +51,7 @@ func textLineParser(def int64) lineParser {
 		v    [1]float64
 	)
 	buf := make([]byte, 0, 256)
-	return func(w *writer, line []byte) error {
+	return func(line []byte, add addFunc) error {
 		buf = append(append(buf[:0], line...), '\n')
 		p := textparse.NewPromParser(buf, st, false)
 		for {
@@ -71,10 +71,7 @@ func textLineParser(def int64) lineParser {
 				t[0] = *ts
 			}
 			p.Labels(&lset)
-			if err := w.series(lset); err != nil {
-				return err
-			}
-			if err := w.append(lset, t[:], v[:]); err != nil {
+			if err := add(lset, t[:], v[:]); err != nil {
 				return err
 			}
 		}
