@@ -370,6 +370,15 @@ func (h *Head) writeCheckpoint(dir string, kind checkpointKind) (written, record
 	if err := w.Close(); err != nil {
 		return 0, 0, err
 	}
+	// The checkpoint holds samples of commits that were logged after
+	// segment n began, some of them in part if they were being applied
+	// as it read. Their records are in the WAL (a commit logs before it
+	// applies); synced before the checkpoint is, they come back whole
+	// from a power loss that keeps it, under --wal.sync=never too. Under
+	// always there is nothing left to sync.
+	if err := h.wal.Sync(); err != nil {
+		return 0, 0, err
+	}
 	if err := h.fs().Rename(tmp, dir); err != nil {
 		return 0, 0, err
 	}

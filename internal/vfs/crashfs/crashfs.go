@@ -38,9 +38,13 @@ var ErrCrashed = errors.New("crashfs: crashed")
 type FS struct {
 	mu      sync.Mutex
 	root    *node
-	ops     int // changes made so far
+	ops     int // changes made since CrashAfter
 	crashAt int // changes allowed, -1 for no limit
 	crashed bool
+	// changes counts every change made; synced holds its value at each
+	// file's last fsync, by the name the file was opened with.
+	changes int
+	synced  map[string]int
 }
 
 // node is a file or a directory.
@@ -58,7 +62,7 @@ func newDir() *node {
 }
 
 // New returns an empty file system.
-func New() *FS { return &FS{root: newDir(), crashAt: -1} }
+func New() *FS { return &FS{root: newDir(), crashAt: -1, synced: map[string]int{}} }
 
 // CrashAfter makes every change after the next n fail with ErrCrashed.
 func (f *FS) CrashAfter(n int) {
@@ -80,7 +84,29 @@ func (f *FS) Crashed() bool {
 func (f *FS) Crash() *FS {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &FS{root: durable(f.root), crashAt: -1}
+	return &FS{root: durable(f.root), crashAt: -1, synced: map[string]int{}}
+}
+
+// Changes returns how many changes were made since the file system was
+// made: a clock that orders what a test does against its fsyncs.
+func (f *FS) Changes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changes
+}
+
+// LastSync returns Changes as it was after the last fsync of a file in
+// directory dir, -1 if there was none.
+func (f *FS) LastSync(dir string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last := -1
+	for name, at := range f.synced {
+		if filepath.Dir(name) == filepath.Clean(dir) {
+			last = max(last, at)
+		}
+	}
+	return last
 }
 
 func durable(n *node) *node {
@@ -103,6 +129,7 @@ func (f *FS) change() error {
 		return ErrCrashed
 	}
 	f.ops++
+	f.changes++
 	return nil
 }
 
@@ -398,6 +425,7 @@ func (h *handle) Sync() error {
 		return nil
 	}
 	h.n.synced = bytes.Clone(h.n.data)
+	h.fs.synced[filepath.Clean(h.name)] = h.fs.changes
 	return nil
 }
 

@@ -125,3 +125,30 @@ func TestRenameDirectory(t *testing.T) {
 		t.Errorf("entries %v", entries)
 	}
 }
+
+// TestLastSync checks the clock of changes and the time of each
+// directory's last file fsync.
+func TestLastSync(t *testing.T) {
+	fsys := New()
+	if err := fsys.MkdirAll("d/sub", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if got := fsys.LastSync("d"); got != -1 {
+		t.Errorf("LastSync before any fsync: %d", got)
+	}
+	before := fsys.Changes()
+	write(t, fsys, "d/a", "x", true)
+	synced := fsys.Changes()
+	write(t, fsys, "d/sub/b", "y", true)
+	subSynced := fsys.Changes()
+	write(t, fsys, "d/c", "z", false)
+	if now := fsys.Changes(); before >= synced || synced >= subSynced || subSynced >= now {
+		t.Errorf("Changes %d, %d, %d, %d: want it to grow with each write", before, synced, subSynced, now)
+	}
+	if got := fsys.LastSync("d"); got != synced {
+		t.Errorf("LastSync(d) %d, want %d", got, synced)
+	}
+	if got := fsys.LastSync("d/sub/"); got != subSynced {
+		t.Errorf("LastSync(d/sub/) %d, want %d", got, subSynced)
+	}
+}
