@@ -65,6 +65,8 @@ type Options struct {
 	// Exemplars answers /api/v1/query_exemplars; nil answers it with no
 	// exemplars.
 	Exemplars storage.ExemplarQueryable
+	// Blocks answers /api/v1/status/blocks; nil answers it with none.
+	Blocks BlocksSource
 	// TSDBStatus answers /api/v1/status/tsdb; nil answers it with empty
 	// statistics.
 	TSDBStatus TSDBStatusSource
@@ -120,6 +122,7 @@ type API struct {
 	metadata      MetadataSource
 	exemplars     storage.ExemplarQueryable
 	tsdbStatus    TSDBStatusSource
+	blocks        BlocksSource
 	buildInfo     buildInfo
 	flags         map[string]string
 	config        ConfigSource
@@ -154,6 +157,7 @@ func New(opts Options) *API {
 		metadata:      opts.Metadata,
 		exemplars:     opts.Exemplars,
 		tsdbStatus:    opts.TSDBStatus,
+		blocks:        opts.Blocks,
 		buildInfo:     newBuildInfo(opts.Version),
 		flags:         opts.Flags,
 		config:        opts.Config,
@@ -216,6 +220,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		{getOnly, "/api/v1/alerts", a.alerts},
 		{getOnly, "/api/v1/alertmanagers", a.alertmanagers},
 		{getOnly, "/api/v1/status/tsdb", a.serveTSDBStatus},
+		{getOnly, "/api/v1/status/blocks", a.serveBlocks},
 		{getOnly, "/api/v1/metadata", a.metricMetadata},
 		{getPost, "/api/v1/query_exemplars", a.queryExemplars},
 	} {

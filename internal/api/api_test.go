@@ -383,6 +383,8 @@ func goldenCases() []goldenCase {
 
 		// TSDB status.
 		{name: "tsdb_status", path: "/api/v1/status/tsdb", opts: withTSDBStatus, status: 200},
+		{name: "blocks", path: "/api/v1/status/blocks", opts: withBlocks, status: 200},
+		{name: "blocks_none", path: "/api/v1/status/blocks", status: 200},
 		{name: "tsdb_status_limit", path: "/api/v1/status/tsdb", query: q("limit", "1"), opts: withTSDBStatus, status: 200},
 		{name: "tsdb_status_no_source", path: "/api/v1/status/tsdb", status: 200},
 		{name: "tsdb_status_zero_limit", path: "/api/v1/status/tsdb", query: q("limit", "0"), opts: withTSDBStatus, status: 400},

@@ -29,6 +29,17 @@ func (fixedStatus) TSDBStatus(limit int) (TSDBStatus, error) {
 
 func withTSDBStatus(o *Options) { o.TSDBStatus = fixedStatus{} }
 
+type fixedBlocks []BlockInfo
+
+func (b fixedBlocks) Blocks() []BlockInfo { return b }
+
+func withBlocks(o *Options) {
+	o.Blocks = fixedBlocks{
+		{ULID: "01M99Y3MW5D4SBMAF4VKRF2S4F", MinTime: 0, MaxTime: 7199999, Series: 5, Samples: 795, Chunks: 10, Bytes: 4096, Level: 1},
+		{ULID: "01M99Y3MWDM57HEARZTVQ77BR9", MinTime: 7200000, MaxTime: 36000000 - 1, Series: 7, Samples: 2400, Chunks: 21, Bytes: 81920, Level: 3},
+	}
+}
+
 func TestCardinalityLists(t *testing.T) {
 	byMetric, values, bytes, pairs := CardinalityLists(slices.Values(statusSeries), 10)
 	for _, tc := range []struct {

@@ -422,6 +422,7 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 		Metadata:      store,
 		Exemplars:     store,
 		TSDBStatus:    tsdbStatus{store},
+		Blocks:        tsdbStatus{store},
 		Version:       cfg.Version,
 		Flags:         cfg.Flags,
 		Config:        configSource,
@@ -454,6 +455,8 @@ func Run(ctx context.Context, cfg Config, onListen func(net.Addr)) error {
 
 	webUI := compress(ui.Handler())
 	mux.Handle("GET /{$}", webUI)
+	mux.Handle("GET /graph", webUI)
+	mux.Handle("GET /query", webUI)
 	mux.Handle("GET /static/", webUI)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "strata is healthy.")

@@ -27,3 +27,14 @@ func (s tsdbStatus) TSDBStatus(limit int) (api.TSDBStatus, error) {
 		api.CardinalityLists(h.SeriesLabels(), limit)
 	return st, nil
 }
+
+// Blocks answers /api/v1/status/blocks from the store's list.
+func (s tsdbStatus) Blocks() []api.BlockInfo {
+	metas := s.store.Blocks()
+	out := make([]api.BlockInfo, 0, len(metas))
+	for _, m := range metas {
+		out = append(out, api.BlockInfo{ULID: m.ULID.String(), MinTime: m.MinTime, MaxTime: m.MaxTime,
+			Series: m.Stats.Series, Samples: m.Stats.Samples, Chunks: m.Stats.Chunks, Bytes: m.Stats.Bytes, Level: m.Level})
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -15,6 +16,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/prometheus/prompb"
 )
+
+// firstPanel selects the query page's first panel.
+const firstPanel = ".panel:nth-child(1)"
 
 // browser returns the path of a Chromium to drive, or skips the test.
 func browser(t *testing.T) string {
@@ -71,7 +75,7 @@ func TestUIInBrowser(t *testing.T) {
 		return s
 	}
 	step(chromedp.Navigate(base + "/"))
-	step(chromedp.WaitVisible(chromedp.ID("expr")))
+	step(chromedp.WaitVisible(chromedp.CSS(firstPanel + " .expr-input")))
 	title := str(chromedp.Title())
 	// Completion: once the page has the names, part of one, then Tab
 	// takes the suggestion.
@@ -81,34 +85,34 @@ func TestUIInBrowser(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	step(chromedp.SendKeys(chromedp.ID("expr"), "ui_req"))
-	step(chromedp.WaitVisible(chromedp.CSS("#suggest li")))
-	if got := str(chromedp.Text(chromedp.CSS("#suggest li"))); got != "ui_requests_total" {
+	step(chromedp.SendKeys(chromedp.CSS(firstPanel+" .expr-input"), "ui_req"))
+	step(chromedp.WaitVisible(chromedp.CSS(firstPanel + " .suggest li")))
+	if got := str(chromedp.Text(chromedp.CSS(firstPanel + " .suggest li"))); got != "ui_requests_total" {
 		t.Errorf("first suggestion %q, want ui_requests_total", got)
 	}
-	step(chromedp.SendKeys(chromedp.ID("expr"), "\t"))
-	if got := str(chromedp.Evaluate[string](`document.getElementById("expr").value`)); got != "ui_requests_total" {
+	step(chromedp.SendKeys(chromedp.CSS(firstPanel+" .expr-input"), "\t"))
+	if got := str(chromedp.Evaluate[string](`document.querySelector(".panel .expr-input").value`)); got != "ui_requests_total" {
 		t.Fatalf("after Tab the query is %q", got)
 	}
-	step(chromedp.Click(chromedp.ID("run")))
-	step(chromedp.WaitVisible(chromedp.CSS("#graph .uplot canvas")))
+	step(chromedp.Click(chromedp.CSS(firstPanel + " .run")))
+	step(chromedp.WaitVisible(chromedp.CSS(firstPanel + " .graph .uplot canvas")))
 	toGraph := num(`performance.now()`)
-	legend := num(`document.querySelectorAll("#legend div").length`)
+	legend := num(`document.querySelectorAll(".panel .legend div").length`)
 	// The page's own files, and the answers of the API it read.
 	transfer := num(`performance.getEntriesByType("navigation").concat(performance.getEntriesByType("resource")).filter((e) => !e.name.includes("/api/")).reduce((n, e) => n + (e.transferSize || e.encodedBodySize || 0), 0)`)
 	answers := num(`performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/")).reduce((n, e) => n + (e.transferSize || e.encodedBodySize || 0), 0)`)
-	queryInfo := str(chromedp.Text(chromedp.ID("query-info")))
-	step(chromedp.Click(chromedp.CSS(`input[name=mode][value=table]`)))
-	step(chromedp.Click(chromedp.ID("run")))
-	step(chromedp.WaitVisible(chromedp.CSS("#table tbody tr")))
-	rows := num(`document.querySelectorAll("#table tbody tr").length`)
-	first := str(chromedp.Text(chromedp.CSS("#table tbody tr td")))
+	queryInfo := str(chromedp.Text(chromedp.CSS(firstPanel + " .query-info")))
+	step(chromedp.Click(chromedp.CSS(firstPanel + " input.mode[value=table]")))
+	step(chromedp.Click(chromedp.CSS(firstPanel + " .run")))
+	step(chromedp.WaitVisible(chromedp.CSS(firstPanel + " table.result tbody tr")))
+	rows := num(`document.querySelectorAll(".panel table.result tbody tr").length`)
+	first := str(chromedp.Text(chromedp.CSS(firstPanel + " table.result tbody tr td")))
 	if path := os.Getenv("STRATA_UI_SCREENSHOT"); path != "" {
 		// The README's picture: the graph of a few series.
-		num(`(document.getElementById("expr").value = "ui_requests_total{pod=~\"pod-000[1-6]\"}", 1)`)
-		step(chromedp.Click(chromedp.CSS(`input[name=mode][value=graph]`)))
-		step(chromedp.Click(chromedp.ID("run")))
-		step(chromedp.WaitVisible(chromedp.CSS("#graph .uplot canvas")))
+		num(`(document.querySelector(".panel .expr-input").value = "ui_requests_total{pod=~\"pod-000[1-6]\"}", 1)`)
+		step(chromedp.Click(chromedp.CSS(firstPanel + " input.mode[value=graph]")))
+		step(chromedp.Click(chromedp.CSS(firstPanel + " .run")))
+		step(chromedp.WaitVisible(chromedp.CSS(firstPanel + " .graph .uplot canvas")))
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
@@ -135,9 +139,10 @@ func TestUIInBrowser(t *testing.T) {
 	t.Logf("page transfer %d bytes (API answers %d more); %d-series range query graphed %d ms after navigation (%s)", transfer, answers, series, toGraph, queryInfo)
 }
 
-// TestUIStatusInBrowser opens the Status and Cardinality pages: the
-// store's readiness, the WAL's figures and the flags are shown, and the
-// cardinality tables are filled, with no console error.
+// TestUIStatusInBrowser opens the Status, Cardinality and TSDB pages:
+// the store's readiness, the WAL's figures and the flags are shown, the
+// cardinality tables are filled, and the head, compactions, retention
+// and blocks are shown, with no console error.
 func TestUIStatusInBrowser(t *testing.T) {
 	exe := browser(t)
 	base := startServer(t, func(c *Config) { c.Flags = map[string]string{"listen-address": "127.0.0.1:0"} })
@@ -174,6 +179,118 @@ func TestUIStatusInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(card, "up") {
 		t.Errorf("cardinality lists %q, want up", card)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/#tsdb"),
+		chromedp.WaitVisible(chromedp.CSS("#tsdb-compaction tbody tr")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	tsdb, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("page-tsdb")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"series\t1", "retention", "compactions failed", "No blocks yet"} {
+		if !strings.Contains(tsdb, want) {
+			t.Errorf("TSDB page lacks %q:\n%s", want, tsdb)
+		}
+	}
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+// TestUIPanelsInBrowser opens a link in the forms of Prometheus' UIs
+// with two panels and checks that each takes its expression, tab, range,
+// end and step from it and runs; that a panel added goes into the URL,
+// that a reload brings all three back, and that removing one leaves the
+// others in order, with no console error.
+func TestUIPanelsInBrowser(t *testing.T) {
+	exe := browser(t)
+	base := startServer(t, nil)
+	end := time.Now().Truncate(time.Minute)
+	req := &prompb.WriteRequest{}
+	for _, name := range []string{"ui_a", "ui_b"} {
+		ts := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: name}, {Name: "k", Value: "1"}}}
+		for i := range 30 {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: end.Add(-time.Duration(30-i) * time.Minute).UnixMilli(), Value: float64(i)})
+		}
+		req.Timeseries = append(req.Timeseries, ts)
+	}
+	remoteWrite(t, base, req)
+	endInput := end.UTC().Format("2006-01-02 15:04:05")
+	// The first panel as Prometheus' first UI wrote them, the second as
+	// its second does (/query, res_step over step_input).
+	link := base + "/query?" + url.Values{
+		"g0.expr": {"ui_a"}, "g0.tab": {"1"},
+		"g1.expr": {"ui_b"}, "g1.tab": {"graph"}, "g1.range_input": {"30m"}, "g1.end_input": {endInput}, "g1.moment_input": {endInput},
+		"g1.step_input": {"15"}, "g1.res_type": {"fixed"}, "g1.res_step": {"60"}, "g1.show_tree": {"0"}, "g1.display_mode": {"lines"},
+	}.Encode()
+
+	ctx, problems := openBrowser(t, exe)
+	do := func(actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	str := func(expr string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	panel := func(i int) string { return fmt.Sprintf(".panel:nth-child(%d)", i) }
+	param := func(name string) string { return str(`new URLSearchParams(location.search).get("` + name + `") || ""`) }
+	do(chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.CSS(panel(1)+" table.result tbody tr")),
+		chromedp.WaitVisible(chromedp.CSS(panel(2)+" .graph .uplot canvas")))
+	if got := str(`String(document.querySelectorAll(".panel").length)`); got != "2" {
+		t.Fatalf("%s panels from the link, want 2", got)
+	}
+	if got := str(`document.querySelector("` + panel(1) + ` table.result td").textContent`); got != `ui_a{k="1"}` {
+		t.Errorf("first panel's table starts with %q", got)
+	}
+	for sel, want := range map[string]string{
+		panel(1) + " input.mode[value=table]": "true", panel(2) + " input.mode[value=graph]": "true",
+	} {
+		if got := str(`String(document.querySelector("` + sel + `").checked)`); got != want {
+			t.Errorf("%s checked: %s", sel, got)
+		}
+	}
+	for sel, want := range map[string]string{panel(2) + " .range": "30m", panel(2) + " .step": "60", panel(2) + " .expr-input": "ui_b"} {
+		if got := str(`document.querySelector("` + sel + `").value`); got != want {
+			t.Errorf("%s is %q, want %q", sel, got, want)
+		}
+	}
+	// The graph spans the link's 30 minutes up to its end, at its step.
+	if got := str(`String(panels[1].plot.data[0].length)`); got != "31" {
+		t.Errorf("second panel's graph has %s steps, want 31", got)
+	}
+	if got := param("g1.end_input"); got != endInput {
+		t.Errorf("g1.end_input in the URL is %q, want %q", got, endInput)
+	}
+
+	do(chromedp.Click(chromedp.ID("add-panel")),
+		chromedp.WaitVisible(chromedp.CSS(panel(3)+" .expr-input")))
+	str(`document.querySelector("` + panel(3) + ` .expr-input").value = "sum(ui_a)"`)
+	do(chromedp.Click(chromedp.CSS(panel(3)+" .run")),
+		chromedp.WaitVisible(chromedp.CSS(panel(3)+" .graph .uplot canvas")))
+	if got := param("g2.expr"); got != "sum(ui_a)" {
+		t.Errorf("g2.expr in the URL is %q", got)
+	}
+	if got := param("g1.range_input") + " " + param("g0.tab"); got != "30m 1" {
+		t.Errorf("the URL lost the first panels' state: %q", got)
+	}
+
+	do(chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(panel(3)+" .graph .uplot canvas")),
+		chromedp.WaitVisible(chromedp.CSS(panel(1)+" table.result tbody tr")))
+	do(chromedp.Click(chromedp.CSS(panel(1) + " .remove")))
+	if got := param("g0.expr") + "|" + param("g1.expr") + "|" + param("g2.expr"); got != "ui_b|sum(ui_a)|" {
+		t.Errorf("after removing the first panel the URL holds %q", got)
 	}
 	for _, p := range problems() {
 		t.Error(p)

@@ -1,6 +1,7 @@
-// Package ui serves strata's web UI: a page to type PromQL into and see
-// the answer as a table or a graph, the store's cardinality, and the
-// server's status. It is a few static files embedded in the binary, that
+// Package ui serves strata's web UI: panels to type PromQL into and see
+// the answers as tables or graphs, kept in the page's URL as Prometheus'
+// UI keeps them; alerts, rules, targets and service discovery; the
+// store's cardinality, head and blocks; and the server's status. It is a few static files embedded in the binary, that
 // read the HTTP API as any client does; nothing is built to run it, and
 // it works offline (the charting library, uPlot, is committed with its
 // licence under static/vendor).
@@ -15,7 +16,8 @@ import (
 //go:embed static
 var files embed.FS
 
-// Handler serves the UI: the page at /, its assets under /static/.
+// Handler serves the UI: the page at /, /graph and /query, its assets
+// under /static/.
 func Handler() http.Handler {
 	static, err := fs.Sub(files, "static")
 	if err != nil {
@@ -24,9 +26,12 @@ func Handler() http.Handler {
 	assets := http.FileServerFS(static)
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheable(assets)))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFileFS(w, r, static, "index.html")
-	})
+	page := func(w http.ResponseWriter, r *http.Request) { http.ServeFileFS(w, r, static, "index.html") }
+	mux.HandleFunc("GET /{$}", page)
+	// Prometheus' addresses of its query page, which links from Grafana
+	// and bookmarks carry (/graph?g0.expr=..., /query?g0.expr=...).
+	mux.HandleFunc("GET /graph", page)
+	mux.HandleFunc("GET /query", page)
 	return mux
 }
 
