@@ -116,7 +116,7 @@ func TestPowerLoss(t *testing.T) {
 				cuts := min(cutsPerRun, *powerCuts-run*cutsPerRun)
 				testPowerLoss(t, policy, cuts, rand.New(rand.NewPCG(uint64(policy), uint64(run))), &st)
 			}
-			t.Logf("%d power cuts: %d requests sent, %d acknowledged, %d of those lost (not yet fsynced under --wal.sync=%s), %d kept, %d refused as out of bounds",
+			t.Logf("%d power cuts: %d requests sent, %d acknowledged, %d of those lost (not yet fsynced under --wal.sync=%s), %d kept, %d refused as out of bounds or while their range was written to a block",
 				*powerCuts, st.sent, st.acked, st.lost, policy, st.kept, st.refused)
 		})
 	}
@@ -167,9 +167,12 @@ func testPowerLoss(t *testing.T, policy wal.SyncPolicy, cuts int, rng *rand.Rand
 						mu.Lock()
 						ackedAt[r] = fsys.Changes()
 						mu.Unlock()
-					case rec.Code == http.StatusBadRequest && bytes.Contains(rec.Body.Bytes(), []byte("out of bounds")):
+					case rec.Code == http.StatusBadRequest && bytes.Contains(rec.Body.Bytes(), []byte("out of bounds")),
+						rec.Code == http.StatusServiceUnavailable && bytes.Contains(rec.Body.Bytes(), []byte("being written to a block")):
 						// A writer held up while the others' samples
-						// moved the head past its own: refused whole.
+						// moved the head past its own: refused whole,
+						// or, while its range is written to a block,
+						// to be retried.
 						mu.Lock()
 						refused++
 						mu.Unlock()
