@@ -113,6 +113,21 @@ func TestBackfillTakenIn(t *testing.T) {
 			t.Errorf("blocks %v and %v still overlap after compaction", blocks[i-1], blocks[i])
 		}
 	}
+
+	// A block the data directory has already is left in the backfill
+	// directory, and holds up neither the compaction nor the store.
+	dup := db.Blocks()[0].ULID.String()
+	if err := os.CopyFS(filepath.Join(dir, BackfillDir, dup), os.DirFS(filepath.Join(dir, dup))); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatalf("compaction with a block already taken in the backfill directory: %v", err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, BackfillDir)); len(left) != 1 {
+		t.Errorf("backfill directory holds %v, want the copy left", left)
+	}
+	assertSame(t, readAll(t, db, math.MinInt64, math.MaxInt64), want)
+
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

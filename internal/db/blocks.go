@@ -76,17 +76,18 @@ const BackfillDir = "backfill"
 // merges take them in with the others, those that overlap first. One
 // that reaches into the head's range waits: at a restart, the head drops
 // what it replays of ranges that blocks hold, and it would drop samples
-// that are in no block. A block that does not open is logged and left
-// where it is. It runs under compactMu, so that no merge lists the
-// directory meanwhile.
-func (db *DB) takeBackfill(h *head.Head) error {
+// that are in no block. A block that cannot be taken (it does not open,
+// or the data directory has its ULID already) is logged and left where
+// it is: it must not hold up the retention and merges that follow. It
+// runs under compactMu, so that no merge lists the directory meanwhile.
+func (db *DB) takeBackfill(h *head.Head) {
 	dir := filepath.Join(db.opts.Dir, BackfillDir)
 	entries, err := db.fs.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	if err != nil {
-		return err
+		if !errors.Is(err, fs.ErrNotExist) {
+			db.logger.Error("backfill directory not read", "dir", dir, "err", err)
+		}
+		return
 	}
 	var added []*block.Block
 	for _, e := range entries {
@@ -94,43 +95,56 @@ func (db *DB) takeBackfill(h *head.Head) error {
 		if _, err := ulid.ParseStrict(name); err != nil || !e.IsDir() {
 			continue
 		}
-		b, err := block.Open(block.FSFiles{FS: db.fs, Dir: filepath.Join(dir, name)})
-		if err != nil {
-			db.logger.Error("backfilled block left out: it does not open", "dir", filepath.Join(dir, name), "err", err)
-			continue
+		if b, err := db.takeBackfilled(h, dir, name); err != nil {
+			db.logger.Error("backfilled block left out", "dir", filepath.Join(dir, name), "err", err)
+		} else if b != nil {
+			added = append(added, b)
 		}
-		m := b.Meta()
-		if err := b.Close(); err != nil {
-			return err
-		}
-		if mint := h.MinTime(); mint <= h.MaxTime() && m.MaxTime >= mint {
-			db.logger.Debug("backfilled block waits for the head to move past it", "ulid", m.ULID, "max_time", m.MaxTime, "head_min_time", mint)
-			continue
-		}
-		if err := db.fs.Rename(filepath.Join(dir, name), filepath.Join(db.opts.Dir, name)); err != nil {
-			return err
-		}
-		if err := vfs.SyncDir(db.fs, db.opts.Dir); err != nil {
-			return err
-		}
-		if b, err = block.Open(db.blockFiles(name)); err != nil {
-			return fmt.Errorf("open backfilled block %s: %w", name, err)
-		}
-		db.logger.Info("backfilled block taken in", "ulid", m.ULID, "min_time", m.MinTime, "max_time", m.MaxTime, "series", m.Stats.Series)
-		added = append(added, b)
 	}
 	if len(added) == 0 {
-		return nil
+		return
 	}
 	if err := vfs.SyncDir(db.fs, dir); err != nil {
-		return err
+		db.logger.Warn("backfill directory not synced", "dir", dir, "err", err)
 	}
 	db.mu.Lock()
 	blocks := append(slices.Clone(db.blocks), added...)
 	sortBlocks(blocks)
 	db.blocks = blocks
 	db.mu.Unlock()
-	return nil
+}
+
+// takeBackfilled moves block name of the backfill directory dir into the
+// data directory and opens it there, or returns nil if it reaches into
+// the head's range.
+func (db *DB) takeBackfilled(h *head.Head, dir, name string) (*block.Block, error) {
+	b, err := block.Open(block.FSFiles{FS: db.fs, Dir: filepath.Join(dir, name)})
+	if err != nil {
+		return nil, err
+	}
+	m := b.Meta()
+	if err := b.Close(); err != nil {
+		return nil, err
+	}
+	if mint := h.MinTime(); mint <= h.MaxTime() && m.MaxTime >= mint {
+		db.logger.Debug("backfilled block waits for the head to move past it", "ulid", m.ULID, "max_time", m.MaxTime, "head_min_time", mint)
+		return nil, nil
+	}
+	to := filepath.Join(db.opts.Dir, name)
+	if _, err := db.fs.Stat(to); err == nil {
+		return nil, fmt.Errorf("the data directory has block %s already", name)
+	}
+	if err := db.fs.Rename(filepath.Join(dir, name), to); err != nil {
+		return nil, err
+	}
+	if err := vfs.SyncDir(db.fs, db.opts.Dir); err != nil {
+		return nil, err
+	}
+	if b, err = block.Open(db.blockFiles(name)); err != nil {
+		return nil, err
+	}
+	db.logger.Info("backfilled block taken in", "ulid", m.ULID, "min_time", m.MinTime, "max_time", m.MaxTime, "series", m.Stats.Series)
+	return b, nil
 }
 
 // dropMerged closes and deletes the blocks whose samples another block

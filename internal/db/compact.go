@@ -32,9 +32,7 @@ func (db *DB) Compact() error {
 		db.stats.compactionFailures.Add(1)
 		return err
 	}
-	if err := db.takeBackfill(h); err != nil {
-		return err
-	}
+	db.takeBackfill(h)
 	if err := db.applyRetention(h); err != nil {
 		return err
 	}
