@@ -12,9 +12,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
-	"golang.org/x/sys/unix"
 
 	"github.com/strata-db/strata/internal/backfill"
+	"github.com/strata-db/strata/internal/block"
 	"github.com/strata-db/strata/internal/ingest/importer"
 )
 
@@ -40,11 +40,14 @@ func tsdbCreateBlocks(ctx context.Context, o backfillOptions, logger *slog.Logge
 	var src backfill.Source
 	switch o.format {
 	case formatOpenMetrics:
-		b, err := mapFile(o.input)
+		b, unmap, err := block.MapFile(o.input)
 		if err != nil {
 			return err
 		}
-		defer unix.Munmap(b)
+		defer unmap()
+		if len(b) == 0 {
+			return fmt.Errorf("%s is empty", o.input)
+		}
 		src = func(add func(labels.Labels, []int64, []float64) error) error {
 			return importer.ReadOpenMetrics(b, add)
 		}
@@ -81,21 +84,4 @@ func tsdbCreateBlocks(ctx context.Context, o backfillOptions, logger *slog.Logge
 	fmt.Fprintf(out, "%d blocks written to %s in %s\n",
 		len(metas), o.output, time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// mapFile maps a file into memory, read-only.
-func mapFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if info.Size() == 0 {
-		return nil, fmt.Errorf("%s is empty", path)
-	}
-	return unix.Mmap(int(f.Fd()), 0, int(info.Size()), unix.PROT_READ, unix.MAP_SHARED)
 }

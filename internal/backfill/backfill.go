@@ -57,7 +57,7 @@ func Write(ctx context.Context, src Source, dir string, opts Options, logger *sl
 			return fmt.Errorf("series %s has no metric name", lset)
 		}
 		for _, t := range ts {
-			ranges[floorDiv(t, opts.BlockDuration)]++
+			ranges[block.RangeStart(t, opts.BlockDuration)]++
 		}
 		return ctx.Err()
 	})
@@ -67,7 +67,7 @@ func Write(ctx context.Context, src Source, dir string, opts Options, logger *sl
 	var metas []block.Meta
 	for _, r := range slices.Sorted(maps.Keys(ranges)) {
 		start := time.Now()
-		m, err := writeRange(ctx, src, dir, r*opts.BlockDuration, opts)
+		m, err := writeRange(ctx, src, dir, r, opts)
 		if err != nil {
 			return metas, err
 		}
@@ -76,15 +76,6 @@ func Write(ctx context.Context, src Source, dir string, opts Options, logger *sl
 			"series", m.Stats.Series, "samples", m.Stats.Samples, "duration", time.Since(start))
 	}
 	return metas, nil
-}
-
-// floorDiv is t/d rounded down, for timestamps before 1970 too.
-func floorDiv(t, d int64) int64 {
-	q := t / d
-	if t%d < 0 {
-		q--
-	}
-	return q
 }
 
 // series is one series' samples within a range.

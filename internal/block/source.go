@@ -75,6 +75,16 @@ func openMapped(path string) (*mappedFile, error) {
 	return &mappedFile{b: b}, nil
 }
 
+// MapFile maps the local file at path read-only into memory and returns
+// its bytes, valid until close is called; an empty file maps to none.
+func MapFile(path string) (b []byte, close func() error, err error) {
+	m, err := openMapped(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.b, m.Close, nil
+}
+
 func (m *mappedFile) Bytes() []byte { return m.b }
 func (m *mappedFile) Size() int64   { return int64(len(m.b)) }
 

@@ -118,17 +118,23 @@ func (db *DB) takeBackfill(h *head.Head) {
 // data directory and opens it there, or returns nil if it reaches into
 // the head's range.
 func (db *DB) takeBackfilled(h *head.Head, dir, name string) (*block.Block, error) {
-	b, err := block.Open(block.FSFiles{FS: db.fs, Dir: filepath.Join(dir, name)})
+	from := block.FSFiles{FS: db.fs, Dir: filepath.Join(dir, name)}
+	m, err := block.ReadMeta(from)
 	if err != nil {
-		return nil, err
-	}
-	m := b.Meta()
-	if err := b.Close(); err != nil {
 		return nil, err
 	}
 	if mint := h.MinTime(); mint <= h.MaxTime() && m.MaxTime >= mint {
 		db.logger.Debug("backfilled block waits for the head to move past it", "ulid", m.ULID, "max_time", m.MaxTime, "head_min_time", mint)
 		return nil, nil
+	}
+	// Opened where it is first: a block that does not open stays out of
+	// the data directory, where it would stop the next start.
+	b, err := block.Open(from)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Close(); err != nil {
+		return nil, err
 	}
 	to := filepath.Join(db.opts.Dir, name)
 	if _, err := db.fs.Stat(to); err == nil {
